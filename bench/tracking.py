@@ -1,0 +1,130 @@
+"""Replay a task's human review through the tracker alone, and score the states it decides.
+
+No bot, no LLM: round by round, the reviewers' comments of round t-1 become tracked defects
+(each inline comment's path and lines are its anchor), replies and thread actions become
+signals, and at round t the deterministic tracker decides every defect's state from the diff
+between the two heads. The answers are then scored as *tracking* (see the task format doc):
+``comment_ids`` on a defect card tie it to the tracked defect its comments raised.
+
+This measures the ledger and the decision rules in isolation; ``roundwise bench run`` measures
+the whole bot.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracker.anchors import excerpt
+from tracker.decide import RoundInput, decide_round
+from tracker.intake import Comment, take_comment
+from tracker.ledger import Ledger
+
+from .metrics import TrackPair, tracking_scores
+from .tasks import Task
+
+
+@dataclass
+class Replay:
+    """The tracker's answers for one task: ``answers[t][key]`` and the key each comment got."""
+
+    task: Task
+    answers: dict[int, dict[str, str]] = field(default_factory=dict)
+    comment_keys: dict[int, str] = field(default_factory=dict)
+    evidence: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def key_for(self, card: dict) -> str | None:
+        for cid in card.get("comment_ids") or []:
+            if cid in self.comment_keys:
+                return self.comment_keys[cid]
+        return None
+
+    def pairs(self) -> list[TrackPair]:
+        out = []
+        for card in self.task.defects:
+            key = self.key_for(card)
+            states = card["states"]
+            for t in range(2, len(states) + 1):
+                before, gold = states[t - 2], states[t - 1]
+                if before is None or gold is None:
+                    continue
+                answer = self.answers.get(t, {}).get(key) if key else None
+                out.append(TrackPair(self.task.task_id, card["id"], t, before, gold, answer))
+        return out
+
+
+def event_comment(event: dict) -> Comment | None:
+    """A task event as the tracker's Comment (None for events that are not comments)."""
+    kind = event.get("kind")
+    if kind not in ("review_comment", "review", "issue_comment"):
+        return None
+    return Comment(
+        id=event["id"],
+        kind=kind,
+        author=event.get("author"),
+        body=event.get("body") or "",
+        path=event.get("path") if kind == "review_comment" else None,
+        line=event.get("line") if kind == "review_comment" else None,
+        start_line=event.get("start_line") if kind == "review_comment" else None,
+        side=event.get("side") or "RIGHT",
+        in_reply_to=event.get("in_reply_to"),
+    )
+
+
+def replay_task(task: Task, ledger: Ledger) -> Replay:
+    """Feed one task's rounds and human events through the tracker in ``ledger``."""
+    replay = Replay(task)
+    author = task.pr.get("author")
+    pr = ledger.pull_request(task.repo or task.task_id, int(task.pr.get("number") or 0),
+                             title=task.pr.get("title"), author=author)
+    pr_id = pr["id"]
+    for rnd in task.rounds:
+        t = rnd.number
+        ledger.begin_round(pr_id, rnd.head_sha, rnd.base_sha or task.pr.get("base_sha"))
+        snapshot = task.snapshot(t)
+        if t > 1:
+            inp = RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot,
+                                       ledger.signals(pr_id, since_round=t - 1))
+            decisions = decide_round(ledger.defects(pr_id), inp)
+            ledger.record_round(pr_id, t, decisions)
+            replay.evidence[t] = {d.key: f"{d.rule}: {d.evidence}" for d in decisions}
+        ledger.finish_round(pr_id, t)
+        replay.answers[t] = {d.key: str(d.state) for d in ledger.defects(pr_id)
+                             if not d.ignored}
+        for event in rnd.events:
+            comment = event_comment(event)
+            if comment is None:
+                continue
+            code = None
+            if comment.path and comment.line:
+                start = comment.start_line or comment.line
+                code = "\n".join(excerpt(snapshot.get(comment.path), start, comment.line)) or None
+            outcome = take_comment(ledger, pr_id, comment, pr_author=author, code=code)
+            if outcome.defect is not None:
+                replay.comment_keys[comment.id] = outcome.defect.key
+    return replay
+
+
+def replay_tasks(tasks: list[Task], workdir: str | Path | None = None) -> list[Replay]:
+    """Replay every multi-round task, each in its own ledger file under ``workdir``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(workdir or tmp)
+        base.mkdir(parents=True, exist_ok=True)
+        replays = []
+        for task in tasks:
+            if not task.multi_round:
+                continue
+            path = base / f"{task.task_id}.db"
+            path.unlink(missing_ok=True)
+            with Ledger(path) as ledger:
+                replays.append(replay_task(task, ledger))
+        return replays
+
+
+def score_replays(replays: list[Replay]) -> dict:
+    """Tracking scores over every pair of every replayed task."""
+    pairs = [p for r in replays for p in r.pairs()]
+    scores = tracking_scores(pairs)
+    scores["tasks"] = len(replays)
+    return scores

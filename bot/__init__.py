@@ -1,0 +1,1 @@
+"""The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""

@@ -1,0 +1,33 @@
+"""Shared test helpers: where the shared development data lives, and throwaway ledgers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("ROUNDWISE_SHARED", ROOT.parent / "shared"))
+SHARED_DATA = SHARED / "data"
+MCR_DEV = SHARED_DATA / "mcr-dev"
+AACR_DEV = SHARED_DATA / "aacr-dev"
+WEBHOOKS = SHARED / "fixtures" / "github-webhooks"
+EXAMPLES = ROOT / "bench" / "examples"
+
+needs_shared_data = pytest.mark.skipif(
+    not MCR_DEV.is_dir(), reason="../shared/data is not available on this machine"
+)
+needs_webhook_fixtures = pytest.mark.skipif(
+    not WEBHOOKS.is_dir(), reason="../shared/fixtures is not available on this machine"
+)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    from tracker.ledger import Ledger
+
+    with Ledger(tmp_path / "ledger.db") as led:
+        yield led

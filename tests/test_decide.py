@@ -1,0 +1,136 @@
+"""Deterministic state decisions: each rule on a small real diff, plus verdict merging."""
+
+from bench.diffs import git_diff
+from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Defect, Signal, SignalKind
+
+BASE = "".join(f"stmt_{i}()\n" for i in range(1, 31))
+
+
+def defect(key="D1", line=10, end=None, state=State.OPEN, **kw):
+    kw.setdefault("code", "\n".join(BASE.splitlines()[line - 1 : (end or line)]))
+    return Defect(key=key, description=kw.pop("description", "a problem"), origin="bot",
+                  state=state, raised_round=1, state_round=1, path="m.py", line_start=line,
+                  line_end=end or line, **kw)
+
+
+def decide(d, new, signals=(), number=2, files=None, old=BASE):
+    diff = git_diff({"m.py": old}, {"m.py": new, **(files or {})})
+    snapshot = {"m.py": new, **(files or {})}
+    return decide_round([d], RoundInput.from_diff(number, diff, snapshot, list(signals)))[0]
+
+
+def test_untouched_anchor_stays_open_even_when_the_author_claims_a_fix():
+    new = BASE.replace("stmt_25()\n", "other()\n")
+    claim = Signal(SignalKind.AUTHOR_CLAIMS_FIXED, "D1", "sam", "fixed!")
+    d = decide(defect(), new, [claim])
+    assert d.state is State.OPEN and d.rule == "anchor-untouched"
+    assert "says it is fixed, but that is a claim" in d.evidence
+    assert d.signals == ["author_claims_fixed by sam"]
+
+
+def test_modified_anchor_is_a_resolved_candidate_with_its_new_position():
+    new = "import x\n" + BASE.replace("stmt_10()\n", "fixed_10()\n")
+    d = decide(defect(), new)
+    assert (d.state, d.rule, d.candidate) == (State.RESOLVED, "anchor-modified", True)
+    assert (d.line_start, d.line_end) == (11, 11) and d.code == "fixed_10()"
+
+
+def test_deleted_anchor_resolves_and_whitespace_only_does_not():
+    assert decide(defect(), BASE.replace("stmt_10()\n", "")).rule == "anchor-deleted"
+    d = decide(defect(), BASE.replace("stmt_10()\n", "    stmt_10()  \n"))
+    assert (d.state, d.rule) == (State.OPEN, "whitespace-only")
+
+
+def test_code_moved_unchanged_stays_open_and_follows_the_code():
+    lines = BASE.splitlines(keepends=True)
+    moved = lines[:9] + lines[10:25] + [lines[9]] + lines[25:]
+    d = decide(defect(code="stmt_10()  # slow query"), "".join(moved),
+               old=BASE.replace("stmt_10()\n", "stmt_10()  # slow query\n"))
+    assert d.state is State.RESOLVED  # different text: not a pure move
+    old = BASE.replace("stmt_10()\n", "cache_lookup_after_query()\n")
+    lines = old.splitlines(keepends=True)
+    moved = "".join(lines[:9] + lines[10:25] + [lines[9]] + lines[25:])
+    d = decide(defect(code="cache_lookup_after_query()"), moved, old=old)
+    assert (d.state, d.rule, d.line_start) == (State.OPEN, "anchor-moved", 25)
+
+
+def test_edit_on_the_adjacent_line_is_a_resolved_candidate_but_not_for_test_defects():
+    new = BASE.replace("stmt_11()\n", "stmt_11(fixed=True)\n")
+    d = decide(defect(), new)
+    assert (d.state, d.rule) == (State.RESOLVED, "nearby-change")
+    d = decide(defect(type="E.4"), new)
+    assert (d.state, d.rule) == (State.OPEN, "anchor-untouched")
+
+
+def test_missing_tests_are_resolved_by_test_code():
+    d = decide(defect(type="E.4"), BASE, files={"tests/test_m.py": "def test_x():\n    pass\n"})
+    assert (d.state, d.rule) == (State.RESOLVED, "tests-added")
+    assert "tests/test_m.py" in d.evidence
+
+
+def test_applied_suggestion_resolves():
+    body = "Rename it:\n```suggestion\nbetter_name_10()\n```"
+    new = BASE.replace("stmt_9()\n", "better_name_10()\n")  # applied one line off
+    d = decide(defect(description=body), new)
+    assert (d.state, d.rule) == (State.RESOLVED, "suggestion-applied")
+    assert d.line_start == 9
+
+
+def test_human_thread_resolution_and_unresolution_win():
+    resolved = Signal(SignalKind.THREAD_RESOLVED, "D1", "rina")
+    d = decide(defect(), BASE.replace("stmt_25()\n", "x()\n"), [resolved])
+    assert (d.state, d.decided_by, d.candidate) == (State.RESOLVED, DecidedBy.HUMAN, False)
+    unresolved = Signal(SignalKind.THREAD_UNRESOLVED, "D1", "rina")
+    d = decide(defect(state=State.RESOLVED), BASE, [unresolved])
+    assert (d.state, d.decided_by) == (State.REOPENED, DecidedBy.HUMAN)
+
+
+def test_resolved_defect_stays_resolved_until_its_code_comes_back():
+    fixed = BASE.replace("stmt_10()\n", "safe_10()\n")
+    settled = defect(state=State.RESOLVED, code="safe_10()", resolved_code="leaky_open_10()")
+    assert decide(settled, fixed.replace("stmt_20()\n", "y()\n"), old=fixed).rule == \
+        "stays-resolved"
+    back = fixed.replace("stmt_20()\n", "leaky_open_10()\n")
+    d = decide(settled, back, old=fixed)
+    assert (d.state, d.rule, d.candidate) == (State.REOPENED, "fingerprint-reappeared", True)
+    assert d.line_start == 20
+
+
+def test_fix_undone_reopens_when_the_new_text_resembles_the_old():
+    bad = "describe('a strictly empty object. In other words it accepts {} only')"
+    fix = "describe('a strictly empty object {}')"
+    old = BASE.replace("stmt_10()\n", fix + "\n")
+    settled = defect(state=State.RESOLVED, code=fix, resolved_code=bad)
+    undone = old.replace(fix, "describe('a strictly empty plain object. In other words it "
+                              "accepts the {} value only')")
+    assert decide(settled, undone, old=old).rule == "fix-undone"
+    tidy = old.replace(fix, "describe('a strictly empty plain object {}')")
+    assert decide(settled, tidy, old=old).rule == "stays-resolved"
+
+
+def test_unanchored_defect_depends_on_whether_code_changed():
+    d = Defect(key="D1", description="please add a changelog entry", origin="human",
+               state=State.NEW, raised_round=1, state_round=1)
+    assert decide(d, BASE).rule == "pr-unchanged"
+    assert decide(d, BASE + "more()\n").rule == "pr-changed"
+
+
+def test_ignored_defects_get_no_decision():
+    rnd = RoundInput.from_diff(2, "", {})
+    assert decide_round([defect(ignored=True)], rnd) == []
+
+
+def test_verdicts_can_confirm_or_overturn_candidates_only():
+    cand = decide(defect(), BASE.replace("stmt_10()\n", "other()\n"))
+    kept = apply_verdict(cand, Verdict("D1", State.OPEN, "still calls the DB first"))
+    assert (kept.state, kept.rule, kept.decided_by) == (State.OPEN, "anchor-modified+overturned",
+                                                        DecidedBy.LLM)
+    assert "verifier: still calls the DB first" in kept.evidence and "anchored code" in kept.evidence
+    sure = apply_verdict(cand, Verdict("D1", State.RESOLVED, "query now guarded"))
+    assert sure.rule == "anchor-modified+confirmed"
+    odd = apply_verdict(cand, Verdict("D1", State.REOPENED, "?"))
+    assert odd is cand  # a verdict outside what the rules allow is ignored
+    firm = decide(defect(), BASE)
+    assert apply_verdict(firm, Verdict("D1", State.RESOLVED, "x")) is firm  # not a candidate

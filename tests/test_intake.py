@@ -1,0 +1,117 @@
+"""People's comments into the ledger: defects, replies, disputes, thread resolutions."""
+
+from tracker.discussion import accepts, claims_fixed, raises_concern, suggestion
+from tracker.intake import Comment, take_comment, take_thread
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Decision, SignalKind
+
+
+def setup(ledger):
+    pr = ledger.pull_request("o/r", 3, author="sam")["id"]
+    ledger.begin_round(pr, "h1")
+    ledger.finish_round(pr, 1)
+    return pr
+
+
+def inline(cid, body, author="rina", reply=None, line=12):
+    return Comment(id=cid, kind="review_comment", author=author, body=body, path="a.py",
+                   line=line, in_reply_to=reply)
+
+
+def test_reviewer_inline_comment_becomes_a_human_defect(ledger):
+    pr = setup(ledger)
+    out = take_comment(ledger, pr, inline(100, "This leaks the file handle; use with."),
+                       pr_author="sam", code="f = open(p)")
+    assert out.action == "raised"
+    d = out.defect
+    assert (d.key, d.origin.value, d.author, d.path, d.line_start, d.state) == \
+        ("D1", "human", "rina", "a.py", 12, State.NEW)
+    assert d.raised_round == 1 and d.code == "f = open(p)" and d.type == "F.3"
+    again = take_comment(ledger, pr, inline(100, "edited text"), pr_author="sam")
+    assert again.action == "updated" and again.defect.description == "edited text"
+    assert len(ledger.defects(pr)) == 1
+
+
+def test_praise_author_notes_and_bot_comments_are_not_defects(ledger):
+    pr = setup(ledger)
+    assert take_comment(ledger, pr, inline(1, "LGTM 👍"), pr_author="sam").action == "ignored"
+    assert take_comment(ledger, pr, inline(2, "note to self", author="sam"),
+                        pr_author="sam").action == "ignored"
+    bot = Comment(id=3, kind="review_comment", author="roundwise[bot]", body="x", by_bot=True)
+    assert take_comment(ledger, pr, bot, pr_author="sam").action == "ignored"
+    meta = Comment(id=4, kind="review", author="rina", body="See the inline comments.")
+    assert take_comment(ledger, pr, meta, pr_author="sam").action == "ignored"
+    assert ledger.defects(pr) == []
+
+
+def test_pr_level_concern_is_an_unanchored_defect(ledger):
+    pr = setup(ledger)
+    out = take_comment(ledger, pr, Comment(id=9, kind="issue_comment", author="rina",
+                                           body="Please add a changelog entry."),
+                       pr_author="sam")
+    assert out.action == "raised" and out.defect.path is None and out.defect.type == "E.1.1"
+
+
+def test_author_claim_is_a_signal_not_a_resolution(ledger):
+    pr = setup(ledger)
+    take_comment(ledger, pr, inline(100, "Off by one here."), pr_author="sam")
+    out = take_comment(ledger, pr, inline(101, "Fixed, thanks!", author="sam", reply=100),
+                       pr_author="sam")
+    assert out.signal is SignalKind.AUTHOR_CLAIMS_FIXED
+    assert ledger.defect(pr, "D1").state is State.NEW
+    signals = ledger.signals(pr, since_round=1)
+    assert [(s.kind, s.defect_key, s.author) for s in signals] == \
+        [(SignalKind.AUTHOR_CLAIMS_FIXED, "D1", "sam")]
+
+
+def test_reviewer_dispute_undoes_a_rule_resolution_of_the_same_round(ledger):
+    pr = setup(ledger)
+    take_comment(ledger, pr, inline(100, "Mixed formatting."), pr_author="sam")
+    ledger.begin_round(pr, "h2")
+    ledger.record_decision(pr, 2, Decision("D1", State.RESOLVED, "anchor-modified", "changed"))
+    ledger.finish_round(pr, 2)
+    out = take_comment(ledger, pr, inline(102, "Still two styles in this block.", reply=100),
+                       pr_author="sam")
+    assert out.signal is SignalKind.REVIEWER_DISPUTES
+    d = ledger.defect(pr, "D1")
+    assert d.state is State.OPEN and d.state_round == 2
+    last = ledger.history(pr, "D1")[-1]
+    assert (last["rule"], last["decided_by"]) == ("reviewer-disputes", "human")
+    assert "Still two styles" in last["evidence"]
+
+
+def test_reviewer_reply_in_an_untracked_thread_raises_a_defect(ledger):
+    pr = setup(ledger)
+    take_comment(ledger, pr, inline(100, "Should I split this?", author="sam"), pr_author="sam")
+    out = take_comment(ledger, pr, inline(101, "You must keep the data flowing.", reply=100),
+                       pr_author="sam")
+    assert out.action == "raised" and out.defect.key == "D1"
+    follow = take_comment(ledger, pr, inline(102, "ok, done", author="sam", reply=100),
+                          pr_author="sam")
+    assert follow.defect.key == "D1" and follow.signal is SignalKind.AUTHOR_CLAIMS_FIXED
+
+
+def test_thread_resolution_by_a_person_and_unresolution(ledger):
+    pr = setup(ledger)
+    take_comment(ledger, pr, Comment(id=100, kind="review_comment", author="rina",
+                                     body="Wrong default.", path="a.py", line=3,
+                                     node_id="PRRC_100"), pr_author="sam")
+    out = take_thread(ledger, pr, resolved=True, by="rina", node_id="PRRT_7",
+                      comment_ids=[100])
+    d = out.defect
+    assert d.state is State.RESOLVED and d.thread_node_id == "PRRT_7"
+    assert ledger.history(pr, "D1")[-1]["decided_by"] == str(DecidedBy.HUMAN)
+    back = take_thread(ledger, pr, resolved=False, by="rina", node_id="PRRT_7")
+    assert back.defect.state is State.NEW  # still the round it was raised in
+    assert take_thread(ledger, pr, resolved=True, by="x", node_id="PRRT_404").action == "ignored"
+
+
+def test_comment_text_heuristics():
+    assert raises_concern("", inline=True) and not raises_concern("", inline=False)
+    assert raises_concern("```suggestion\nx = 1\n```", inline=False)
+    assert not raises_concern("Looking good - thanks Milan!", inline=False)
+    assert raises_concern("The point of the interceptor is to dump on abort.", inline=False)
+    assert claims_fixed("Done.") and not claims_fixed("Why?")
+    assert accepts("LGTM, thanks") and not accepts("Thanks, but this is still wrong")
+    assert suggestion("nit\n```suggestion\n    return x\n```\n") == ["    return x"]
+    assert suggestion("```suggestion\n```") == [] and suggestion("plain") is None

@@ -1,0 +1,122 @@
+"""Replaying human review through the tracker alone, and the tracking metrics."""
+
+import json
+
+import pytest
+
+from bench.metrics import TrackPair, tracking_scores
+from bench.tasks import TaskError, load_task, load_tasks
+from bench.tracking import replay_tasks, score_replays
+from bot.cli import main
+from tests.conftest import EXAMPLES, MCR_DEV, needs_shared_data
+
+
+def pair(before, gold, answer, defect="D1", round=2):
+    return TrackPair("t", defect, round, before, gold, answer)
+
+
+def test_tracking_scores_by_hand():
+    pairs = [
+        pair("New", "Open", "Open"),  # live, right
+        pair("New", "Open", "Resolved", "D2"),  # live, wrong
+        pair("Open", "Resolved", "Resolved", "D3"),  # live, right
+        pair("New", "Resolved", "Resolved", "D4"),  # live, right
+        pair("Reopened", "Resolved", None, "D5"),  # live, untracked -> wrong
+        pair("Resolved", "Resolved", "Resolved", "D6"),  # settled, right
+        pair("Resolved", "Resolved", "New", "D7"),  # settled, re-raised -> error
+        pair("Resolved", "Reopened", "Resolved", "D8"),  # settled, missed the comeback -> error
+        pair("Resolved", "Reopened", "Reopened", "D9"),  # settled, right
+    ]
+    s = tracking_scores(pairs)
+    assert s["n"] == 5 and s["state_accuracy"] == pytest.approx(3 / 5)
+    # Open recall 1/2, Resolved recall 2/3 -> balanced (1/2 + 2/3) / 2 = 7/12
+    assert s["recall_by_state"] == {"Open": 0.5, "Resolved": pytest.approx(2 / 3)}
+    assert s["balanced_accuracy"] == pytest.approx(7 / 12)
+    assert s["untracked"] == 1
+    assert (s["settled_n"], s["settled_errors"]) == (4, 2)
+
+
+def test_always_resolved_scores_half_on_balanced_accuracy():
+    pairs = [pair("New", g, "Resolved", f"D{i}") for i, g in
+             enumerate(["Open", "Resolved", "Resolved", "Resolved"])]
+    s = tracking_scores(pairs)
+    assert s["state_accuracy"] == 0.75 and s["balanced_accuracy"] == 0.5
+
+
+def test_bundled_examples_replay_with_the_labelled_states():
+    tasks, errors = load_tasks([EXAMPLES])
+    assert errors == [] and len(tasks) == 3
+    replays = {r.task.task_id: r for r in replay_tasks(tasks)}
+    fig1 = replays["example-python-profile-cache"]
+    assert fig1.answers[2] == {"D1": "Resolved", "D2": "Open"}
+    assert fig1.answers[3] == {"D1": "Resolved", "D2": "Resolved"}
+    assert fig1.evidence[3]["D2"].startswith("tests-added")
+    quota = replays["example-javascript-quota"]
+    assert quota.answers[3]["D1"] == "Reopened"
+    s = score_replays(list(replays.values()))
+    assert s["balanced_accuracy"] == 1.0 and s["settled_errors"] == 0
+
+
+def test_task_loader_reports_bad_files_by_name(tmp_path):
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "wrong.json").write_text(json.dumps({"schema": "other/1"}))
+    good = json.loads((EXAMPLES / "example-java-order-store.json").read_text())
+    good["defects"][0]["states"] = ["New"]
+    (tmp_path / "short.json").write_text(json.dumps(good))
+    tasks, errors = load_tasks([tmp_path])
+    assert tasks == []
+    assert any("bad.json: cannot read task" in e for e in errors)
+    assert any("wrong.json: schema is 'other/1'" in e for e in errors)
+    assert any("short.json defect D1: 1 states for 2 rounds" in e for e in errors)
+    with pytest.raises(TaskError, match="no such file"):
+        load_tasks([tmp_path / "missing"])
+
+
+def test_snapshots_and_inter_round_diffs_of_a_bundled_task():
+    task = load_task(EXAMPLES / "example-python-profile-cache.json")
+    base = task.base_files()
+    assert "def get_user_profile" not in base["app/users.py"]
+    assert base["tests/test_users.py"] is None  # the PR adds it in round 3
+    snap2 = task.snapshot(2)
+    assert snap2["tests/test_users.py"] is None and "cached = cache.get" in snap2["app/users.py"]
+    diff = task.diff_between(2, 3)
+    assert "+++ b/tests/test_users.py" in diff and "app/users.py" not in diff
+
+
+def test_demo_prints_every_round(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "example-python-profile-cache" in out
+    assert "D2   Resolved  tests-added" in out
+    assert "balanced accuracy 1.000" in out
+
+
+@needs_shared_data
+def test_real_tasks_replay_through_the_tracker():
+    tasks, errors = load_tasks([MCR_DEV])
+    assert errors == []
+    by_id = {t.task_id: t for t in tasks}
+    # osu-framework 2020: a suggestion nobody applied stays Open for four rounds
+    osu = replay_tasks([by_id["ppy__osu-framework-2020"]])[0]
+    key = osu.key_for(osu.task.defects[0])
+    assert [osu.answers[t][key] for t in (2, 3, 4, 5)] == ["Open"] * 4
+    # pytest 11160: untouched in round 2 (Open), docstring rewritten in round 3 (Resolved)
+    pyt = replay_tasks([by_id["pytest-dev__pytest-11160"]])[0]
+    key = pyt.key_for(pyt.task.defects[0])
+    assert (pyt.answers[2][key], pyt.answers[3][key]) == ("Open", "Resolved")
+    assert pyt.evidence[2][key].startswith("anchor-untouched")
+    assert pyt.evidence[3][key].startswith("anchor-deleted")
+    # type-fest 447: a readme fix undone in round 3 is Reopened, then fixed again
+    tf = replay_tasks([by_id["sindresorhus__type-fest-447"]])[0]
+    keys = [tf.key_for(card) for card in tf.task.defects]
+    assert [tf.answers[t][keys[0]] for t in (2, 3, 4)] == ["Resolved", "Reopened", "Resolved"]
+    assert [tf.answers[t][keys[1]] for t in (2, 3, 4)] == ["Open", "Resolved", "Resolved"]
+
+
+@needs_shared_data
+def test_tracking_over_all_real_tasks_beats_always_resolved():
+    tasks, _ = load_tasks([MCR_DEV])
+    s = score_replays(replay_tasks(tasks))
+    assert s["tasks"] == 35 and s["n"] >= 80
+    assert s["balanced_accuracy"] > 0.65 and s["recall_by_state"]["Open"] > 0.4
+    assert s["settled_errors"] <= 2

@@ -1,0 +1,289 @@
+"""Anchors across rounds: where a tracked defect's lines went, and whether they were touched.
+
+A defect is anchored to a line range in one file at one head. When the author pushes again,
+``DiffMap(diff)`` (the unified diff from the previously reviewed head to the new head) maps each
+anchor to where its lines now stand and classifies what happened to them:
+
+- ``untouched``: every anchored line survives unchanged and nothing was inserted between them;
+  the mapped range holds exactly the same text.
+- ``modified``: some anchored line was removed or replaced, or lines were inserted inside it.
+- ``deleted``: every anchored line was removed and nothing replaced them, or the file was deleted.
+
+The diff is parsed with unidiff, so renames, deleted and binary files and
+"\\ No newline at end of file" markers are handled. A fingerprint of the anchored code (its
+whitespace-normalised text) lets the tracker notice the same code coming back later.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+import unidiff
+
+NEARBY_LINES = 1  # an edit on the line just before or after an anchor counts as next to it
+
+
+class DiffError(ValueError):
+    """The text given as a unified diff could not be parsed."""
+
+
+class Status(str, Enum):
+    UNTOUCHED = "untouched"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A line range (1-based, inclusive) in one file, on the new (RIGHT) side unless said."""
+
+    path: str
+    start: int
+    end: int
+    side: str = "RIGHT"
+
+    def __post_init__(self):
+        if self.start < 1 or self.end < self.start:
+            raise ValueError(f"bad anchor range {self.start}-{self.end} in {self.path}")
+
+
+@dataclass
+class Mapped:
+    """What became of one anchor in a new round."""
+
+    status: Status
+    anchor: Anchor | None  # where the lines stand now; None when the file is gone
+    removed: list[str] = field(default_factory=list)  # anchored lines that were removed
+    added: list[str] = field(default_factory=list)  # lines added inside or in place of the range
+    nearby_change: bool = False  # an edit within NEARBY_LINES lines of the range
+    renamed_from: str | None = None
+
+    @property
+    def touched(self) -> bool:
+        return self.status is not Status.UNTOUCHED
+
+    def describe(self) -> str:
+        """One sentence of evidence for the ledger."""
+        where = f"{self.anchor.path}:{self.anchor.start}-{self.anchor.end}" if self.anchor else "-"
+        if self.status is Status.UNTOUCHED:
+            note = " (code next to it changed)" if self.nearby_change else ""
+            moved = f", file renamed from {self.renamed_from}" if self.renamed_from else ""
+            return f"anchored lines unchanged, now at {where}{moved}{note}"
+        if self.status is Status.DELETED:
+            if self.anchor is None:
+                return "the file holding the anchored lines was deleted"
+            return f"all {len(self.removed)} anchored line(s) were removed (near {where})"
+        return (
+            f"anchored code changed: {len(self.removed)} line(s) removed, "
+            f"{len(self.added)} added, now at {where}"
+        )
+
+
+def _strip_prefix(name: str) -> str | None:
+    if name in ("/dev/null", "dev/null"):
+        return None
+    if name[:2] in ("a/", "b/"):
+        return name[2:]
+    return name
+
+
+class FileMap:
+    """Line mapping for one file of a diff, from the old side to the new side."""
+
+    def __init__(self, patched: unidiff.PatchedFile):
+        self.old_path = _strip_prefix(patched.source_file)
+        self.new_path = _strip_prefix(patched.target_file)
+        self.binary = patched.is_binary_file
+        self.removed_file = patched.is_removed_file or self.new_path is None
+        self.added_file = patched.is_added_file
+        # Per hunk: (source_start, source_end_exclusive, delta_before, lines)
+        self._hunks: list[tuple[int, int, list[unidiff.patch.Line]]] = []
+        self._starts: list[int] = []
+        self._deltas: list[int] = []  # cumulative (target - source) offset after each hunk
+        delta = 0
+        for hunk in patched:
+            start = hunk.source_start if hunk.source_length else hunk.source_start + 1
+            end = start + hunk.source_length
+            lines = [ln for ln in hunk if ln.line_type in ("+", "-", " ")]
+            self._hunks.append((start, end, lines))
+            self._starts.append(start)
+            delta += hunk.target_length - hunk.source_length
+            self._deltas.append(delta)
+        self.changed = bool(self._hunks) or self.binary or self.old_path != self.new_path
+
+    def map_line(self, line: int) -> int | None:
+        """The new line number of old line ``line``, or None if it was removed."""
+        i = bisect.bisect_right(self._starts, line) - 1
+        if i >= 0:
+            start, end, lines = self._hunks[i]
+            if start <= line < end:
+                for ln in lines:
+                    if ln.source_line_no == line:
+                        return ln.target_line_no  # None for '-'
+                return None
+        return line + (self._deltas[i] if i >= 0 else 0)
+
+    def map_range(self, anchor: Anchor) -> Mapped:
+        rename = self.old_path if self.old_path != self.new_path else None
+        if self.removed_file:
+            return Mapped(Status.DELETED, None, renamed_from=None)
+        if self.binary:
+            # Binary content cannot be mapped line by line: any change is a modification.
+            a = Anchor(self.new_path, anchor.start, anchor.end, anchor.side)
+            return Mapped(Status.MODIFIED, a, renamed_from=rename)
+        lo, hi = anchor.start, anchor.end
+        removed: list[str] = []
+        added: list[str] = []
+        added_at: list[int] = []  # new line numbers of the added lines
+        kept: list[int] = []
+        nearby = False
+        for start, end, lines in self._hunks:
+            if end - 1 + NEARBY_LINES < lo or start - NEARBY_LINES > hi:
+                continue
+            last_source, last_removed = start - 1, False  # the old line a '+' line follows
+            for ln in lines:
+                if ln.line_type == " ":
+                    last_source, last_removed = ln.source_line_no, False
+                elif ln.line_type == "-":
+                    last_source, last_removed = ln.source_line_no, True
+                    if lo <= last_source <= hi:
+                        removed.append(ln.value.rstrip("\n"))
+                    elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
+                        nearby = True
+                elif lo <= last_source < hi or (last_removed and last_source == hi):
+                    added.append(ln.value.rstrip("\n"))  # inserted inside, or replacing the end
+                    added_at.append(ln.target_line_no)
+                elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
+                    nearby = True
+        for line in range(lo, hi + 1):
+            new = self.map_line(line)
+            if new is not None:
+                kept.append(new)
+        if not removed and not added:
+            new = Anchor(self.new_path, kept[0], kept[-1], anchor.side)
+            return Mapped(Status.UNTOUCHED, new, nearby_change=nearby, renamed_from=rename)
+        if kept or added_at:
+            span = kept + added_at
+            new = Anchor(self.new_path, min(span), max(span), anchor.side)
+        else:
+            new = Anchor(self.new_path, *self._gap_after(lo))
+        status = Status.DELETED if not kept and not added else Status.MODIFIED
+        return Mapped(status, new, removed, added, nearby, rename)
+
+    def _gap_after(self, lo: int) -> tuple[int, int]:
+        """Where a fully removed range used to begin, as a one-line range in the new file."""
+        before = lo - 1
+        while before >= 1 and self.map_line(before) is None:
+            before -= 1
+        line = (self.map_line(before) or 0) + 1 if before >= 1 else 1
+        return line, line
+
+    def added_lines(self) -> list[tuple[int, str]]:
+        """(new line number, text) of every line this diff adds to the file."""
+        return [
+            (ln.target_line_no, ln.value.rstrip("\n"))
+            for _, _, lines in self._hunks
+            for ln in lines
+            if ln.line_type == "+"
+        ]
+
+
+class DiffMap:
+    """All files of one unified diff, ready to map anchors from its old side to its new side."""
+
+    def __init__(self, diff_text: str):
+        try:
+            patch = unidiff.PatchSet(diff_text or "")
+        except unidiff.UnidiffParseError as exc:
+            raise DiffError(f"not a unified diff: {exc}") from exc
+        self.files: dict[str, FileMap] = {}
+        self.new_files: dict[str, FileMap] = {}
+        for patched in patch:
+            fm = FileMap(patched)
+            if fm.old_path is not None:
+                self.files[fm.old_path] = fm
+            if fm.new_path is not None:
+                self.new_files[fm.new_path] = fm
+
+    def touched_paths(self) -> set[str]:
+        """Every path (old or new name) this diff touches."""
+        return set(self.files) | set(self.new_files)
+
+    def map(self, anchor: Anchor) -> Mapped:
+        """Map an anchor on the old side of the diff to the new side."""
+        fm = self.files.get(anchor.path)
+        if fm is None:
+            if anchor.path in self.new_files and self.new_files[anchor.path].added_file:
+                # The path was deleted earlier and is created again now: treat as rewritten.
+                return Mapped(Status.MODIFIED, anchor)
+            return Mapped(Status.UNTOUCHED, anchor)
+        return fm.map_range(anchor)
+
+    def added_lines(self, path: str) -> list[tuple[int, str]]:
+        fm = self.new_files.get(path)
+        return fm.added_lines() if fm else []
+
+
+_WS = re.compile(r"\s+")
+
+
+def normalise(lines: list[str] | str) -> list[str]:
+    """Anchored code as compared across rounds: whitespace collapsed, blank lines dropped."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    out = [_WS.sub(" ", ln).strip() for ln in lines]
+    return [ln for ln in out if ln]
+
+
+def fingerprint(lines: list[str] | str) -> str:
+    """A short stable hash of the anchored code, insensitive to indentation and blank lines."""
+    return hashlib.sha1("\n".join(normalise(lines)).encode()).hexdigest()[:16]
+
+
+def excerpt(text: str | None, start: int, end: int) -> list[str]:
+    """Lines start..end (1-based, inclusive) of a file's text; empty if the file is missing."""
+    if text is None:
+        return []
+    lines = text.splitlines()
+    return lines[max(start - 1, 0) : max(end, 0)]
+
+
+def distinctive(lines: list[str] | str, minimum: int = 12) -> bool:
+    """Whether code is specific enough to recognise elsewhere (not just ``}`` or ``return``)."""
+    return sum(len(ln.replace(" ", "")) for ln in normalise(lines)) >= minimum
+
+
+def find_code(text: str | None, code: list[str] | str, near: int | None = None
+              ) -> tuple[int, int] | None:
+    """Where the normalised ``code`` occurs in ``text``, as a 1-based line range, or None.
+
+    With ``near``, the occurrence closest to that line wins; otherwise the first.
+    """
+    target = normalise(code)
+    if not target or text is None:
+        return None
+    lines = text.splitlines()
+    norm = [(i + 1, n) for i, ln in enumerate(lines) if (n := _WS.sub(" ", ln).strip())]
+    k = len(target)
+    best = None
+    for j in range(len(norm) - k + 1):
+        if norm[j][1] == target[0] and [n for _, n in norm[j : j + k]] == target:
+            found = (norm[j][0], norm[j + k - 1][0])
+            if near is None:
+                return found
+            if best is None or abs(found[0] - near) < abs(best[0] - near):
+                best = found
+    return best
+
+
+def similarity(a: list[str] | str, b: list[str] | str) -> float:
+    """How alike two pieces of code are (0..1), ignoring whitespace differences."""
+    return difflib.SequenceMatcher(None, "\n".join(normalise(a)), "\n".join(normalise(b))).ratio()

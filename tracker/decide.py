@@ -1,0 +1,310 @@
+"""Deterministic, evidence-based state decisions for tracked defects at a new round.
+
+``decide_round(defects, round_input)`` looks at what the push did to each defect's anchored
+code and at what people did since the last round, and returns one Decision per tracked defect:
+
+- a person resolved the thread, or ran ``/roundwise resolve`` → Resolved (decided by human);
+- a person unresolved the thread of a Resolved defect → Reopened (decided by human);
+- anchored code untouched → Open (the author saying "fixed" is recorded, but it is not proof);
+- anchored code changed only in whitespace → Open;
+- anchored code moved elsewhere unchanged → Open, re-anchored;
+- anchored code changed or deleted → Resolved *candidate*;
+- a Resolved defect whose fingerprinted code comes back in this round's added lines →
+  Reopened *candidate*.
+
+Candidates are the decisions a verifier (the LLM engine) may confirm or overturn:
+``apply_verdict(decision, verdict)`` merges its answer and keeps both pieces of evidence.
+Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .anchors import (
+    Anchor,
+    DiffMap,
+    Mapped,
+    Status,
+    distinctive,
+    excerpt,
+    find_code,
+    normalise,
+    similarity,
+)
+from .discussion import suggestion
+from .lifecycle import State, carry_forward
+from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+from .paths import is_test_path
+
+SUGGESTION_WINDOW = 10  # an applied suggestion stands within this many lines of the anchor
+UNDO_SIMILARITY = 0.6  # edited fixed code this close to the old code means the fix was undone
+
+
+@dataclass
+class RoundInput:
+    """What the tracker knows about a new round.
+
+    ``diff`` goes from the previously reviewed head to the new head; ``files`` holds the new
+    head's text of every file that matters (those the diff touches and those defects sit in;
+    None for deleted files). ``signals`` are people's actions since the previous round.
+    ``test_paths_changed`` lists test files this round changed (for defects about tests).
+    """
+
+    number: int
+    diff: DiffMap
+    files: dict[str, str | None] = field(default_factory=dict)
+    signals: list[Signal] = field(default_factory=list)
+
+    @classmethod
+    def from_diff(cls, number: int, diff_text: str, files=None, signals=None) -> "RoundInput":
+        return cls(number, DiffMap(diff_text), dict(files or {}), list(signals or []))
+
+
+@dataclass
+class Verdict:
+    """A verifier's answer about one candidate decision."""
+
+    key: str
+    state: State
+    evidence: str
+    decided_by: DecidedBy = DecidedBy.LLM
+
+
+def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
+    """One decision per defect that is not ignored, in the order given."""
+    by_key: dict[str, list[Signal]] = {}
+    for signal in rnd.signals:
+        by_key.setdefault(signal.defect_key, []).append(signal)
+    return [
+        decide_defect(defect, rnd, by_key.get(defect.key, []))
+        for defect in defects
+        if not defect.ignored
+    ]
+
+
+def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Decision:
+    """The state of one defect at round ``rnd.number``, with the evidence for it."""
+    previous = defect.state
+    mapped = _map(defect, rnd)
+    notes = [f"{s.kind} by {s.author or 'someone'}" for s in signals]
+    human = _human_decision(defect, previous, signals)
+    if human is not None:
+        return _with_anchor(human, mapped, rnd, notes)
+    if previous is State.RESOLVED:
+        return _with_anchor(_settled(defect, rnd, mapped), mapped, rnd, notes)
+    decision = _live(defect, rnd, mapped, signals)
+    return _with_anchor(decision, mapped, rnd, notes)
+
+
+def _human_decision(defect: Defect, previous: State, signals: list[Signal]) -> Decision | None:
+    """Signals that settle the state by themselves: a person's explicit action wins."""
+    last = None
+    for signal in signals:  # in the order they happened; the last explicit action stands
+        if signal.kind in (SignalKind.THREAD_RESOLVED, SignalKind.COMMAND_RESOLVE):
+            last = (State.RESOLVED, signal)
+        elif signal.kind is SignalKind.THREAD_UNRESOLVED:
+            last = ("unresolved", signal)
+    if last is None:
+        return None
+    target, signal = last
+    if target == "unresolved":
+        state = State.REOPENED if previous is State.RESOLVED else carry_forward(previous)
+        what = "unresolved the thread"
+    else:
+        state, what = State.RESOLVED, (
+            "resolved the thread" if signal.kind is SignalKind.THREAD_RESOLVED
+            else "ran /roundwise resolve"
+        )
+    return Decision(defect.key, state, rule=str(signal.kind),
+                    evidence=f"{signal.author or 'a person'} {what}",
+                    decided_by=DecidedBy.HUMAN)
+
+
+def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
+          signals: list[Signal]) -> Decision:
+    """A defect that went into this round unresolved: Open, or a Resolved candidate."""
+    claims = [s for s in signals if s.kind is SignalKind.AUTHOR_CLAIMS_FIXED]
+    disputes = [s for s in signals if s.kind is SignalKind.REVIEWER_DISPUTES]
+    claim_note = (
+        f"; {claims[-1].author or 'the author'} says it is fixed, but that is a claim, "
+        "not evidence" if claims else ""
+    )
+    if mapped is None:
+        return _unanchored(defect, rnd)
+    applied = _suggestion_applied(defect, rnd, mapped)
+    if applied is not None:
+        return Decision(defect.key, State.RESOLVED, "suggestion-applied",
+                        f"the reviewer's suggested code now stands at {applied.path}:"
+                        f"{applied.start}-{applied.end}", candidate=True, path=applied.path,
+                        line_start=applied.start, line_end=applied.end)
+    tests = _tests_added(defect, rnd)
+    if tests and mapped.status is Status.UNTOUCHED:
+        return Decision(defect.key, State.RESOLVED, "tests-added",
+                        f"a defect about tests, and this round adds test code in {tests}",
+                        candidate=True)
+    if mapped.status is Status.UNTOUCHED:
+        if mapped.nearby_change and defect.type != "E.4":  # tests are not fixed next door
+            return Decision(defect.key, State.RESOLVED, "nearby-change",
+                            mapped.describe() + claim_note, candidate=True)
+        return Decision(defect.key, State.OPEN, "anchor-untouched",
+                        mapped.describe() + claim_note)
+    if mapped.status is Status.MODIFIED and normalise(mapped.removed) == normalise(mapped.added):
+        return Decision(defect.key, State.OPEN, "whitespace-only",
+                        "only whitespace changed in the anchored lines" + claim_note)
+    moved = _moved_to(defect, rnd, mapped)
+    if moved is not None:
+        return Decision(defect.key, State.OPEN, "anchor-moved",
+                        f"the anchored code was moved unchanged to {moved.path}:{moved.start}"
+                        f"-{moved.end}", path=moved.path, line_start=moved.start,
+                        line_end=moved.end)
+    rule = "anchor-deleted" if mapped.status is Status.DELETED else "anchor-modified"
+    evidence = mapped.describe()
+    if disputes:
+        evidence += f"; note: {disputes[-1].author} disputed an earlier fix"
+    return Decision(defect.key, State.RESOLVED, rule, evidence, candidate=True)
+
+
+def _tests_added(defect: Defect, rnd: RoundInput) -> str | None:
+    """For a defect about tests (E.4): the first test file this round adds lines to."""
+    if defect.type != "E.4":
+        return None
+    for path in sorted(rnd.diff.new_files):
+        if is_test_path(path) and rnd.diff.added_lines(path):
+            return path
+    return None
+
+
+def _suggestion_applied(defect: Defect, rnd: RoundInput, mapped: Mapped) -> Anchor | None:
+    """Where a reviewer's ```suggestion now stands in the code, if the author applied it."""
+    wanted = suggestion(defect.description)
+    if not wanted or mapped.anchor is None or not distinctive(wanted, 4):
+        return None
+    if defect.code and normalise(wanted) == normalise(defect.code):
+        return None
+    path = mapped.anchor.path
+    where = find_code(rnd.files.get(path), wanted, near=mapped.anchor.start)
+    if where is None or abs(where[0] - mapped.anchor.start) > SUGGESTION_WINDOW:
+        return None
+    return Anchor(path, where[0], where[1])
+
+
+def _unanchored(defect: Defect, rnd: RoundInput) -> Decision:
+    """A remark about the whole PR: resolved only when the PR's code changed after it."""
+    changed = sorted(rnd.diff.touched_paths())
+    if changed:
+        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        return Decision(defect.key, State.RESOLVED, "pr-changed",
+                        f"not anchored to code; the author changed {shown} since", candidate=True)
+    return Decision(defect.key, State.OPEN, "pr-unchanged",
+                    "not anchored to code and no code changed since it was raised")
+
+
+def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision:
+    """A Resolved defect stays Resolved unless the code it was about comes back.
+
+    Two ways back: the exact code it was about reappears in this round's added lines, or the
+    fixed lines are edited again into something closer to the old code than to the fix.
+    """
+    bad = defect.resolved_code
+    if bad and defect.path and distinctive(bad):
+        paths = {defect.path} | ({mapped.anchor.path} if mapped and mapped.anchor else set())
+        for path in sorted(paths):
+            added = rnd.diff.added_lines(path)
+            near = mapped.anchor.start if mapped and mapped.anchor else None
+            where = find_code(rnd.files.get(path), bad, near=near) if added else None
+            if where and any(where[0] <= line <= where[1] for line, _ in added):
+                return Decision(
+                    defect.key, State.REOPENED, "fingerprint-reappeared",
+                    f"the code it was about came back at {path}:{where[0]}-{where[1]}",
+                    candidate=True, path=path, line_start=where[0], line_end=where[1],
+                )
+        if mapped and mapped.status is Status.MODIFIED and defect.code and mapped.added:
+            to_bad, to_fix = _closest(mapped.added, bad, defect.code)
+            if to_bad >= UNDO_SIMILARITY and to_bad > to_fix:
+                return Decision(
+                    defect.key, State.REOPENED, "fix-undone",
+                    f"the fixed lines were edited again and now resemble the old code "
+                    f"(similarity {to_bad:.2f} to it, {to_fix:.2f} to the fix)", candidate=True,
+                )
+    return Decision(defect.key, State.RESOLVED, "stays-resolved",
+                    "resolved earlier and its code has not come back")
+
+
+def _closest(lines: list[str], bad: str, fix: str) -> tuple[float, float]:
+    """Similarity to the old code and to the fix of the run of ``lines`` most like either."""
+    size = max(len(normalise(fix)), 1)
+    best = (0.0, 0.0)
+    for i in range(max(len(lines) - size + 1, 1)):
+        window = lines[i : i + size]
+        pair = (similarity(window, bad), similarity(window, fix))
+        if max(pair) > max(best):
+            best = pair
+    return best
+
+
+def _map(defect: Defect, rnd: RoundInput) -> Mapped | None:
+    if not defect.anchored:
+        return None
+    anchor = Anchor(defect.path, defect.line_start, defect.line_end or defect.line_start,
+                    defect.side)
+    if defect.side == "LEFT":
+        # Deleted-side anchors refer to the base, which a push does not move.
+        return Mapped(Status.UNTOUCHED, anchor)
+    return rnd.diff.map(anchor)
+
+
+def _moved_to(defect: Defect, rnd: RoundInput, mapped: Mapped) -> Anchor | None:
+    """Where the anchored code went if the push moved it unchanged (to the same or other file)."""
+    code = defect.code
+    if not code or not distinctive(code) or not mapped.removed:
+        return None
+    if normalise(mapped.removed) != normalise(code):
+        return None  # only part of it was removed: it was edited, not moved
+    for path, text in sorted(rnd.files.items()):
+        added = rnd.diff.added_lines(path)
+        if not added or text is None:
+            continue
+        where = find_code(text, code)
+        if where and any(where[0] <= line <= where[1] for line, _ in added):
+            return Anchor(path, where[0], where[1])
+    return None
+
+
+def _with_anchor(decision: Decision, mapped: Mapped | None, rnd: RoundInput,
+                 notes: list[str]) -> Decision:
+    """Attach the defect's new position and code (unless the decision already moved it)."""
+    if decision.path is None and mapped is not None and mapped.anchor is not None:
+        decision.path = mapped.anchor.path
+        decision.line_start, decision.line_end = mapped.anchor.start, mapped.anchor.end
+    if decision.path is not None and decision.path in rnd.files:
+        lines = excerpt(rnd.files[decision.path], decision.line_start, decision.line_end)
+        if lines:
+            decision.code = "\n".join(lines)
+    decision.signals = notes
+    return decision
+
+
+def apply_verdict(decision: Decision, verdict: Verdict | None) -> Decision:
+    """Merge a verifier's verdict into a candidate decision, keeping both pieces of evidence.
+
+    A verdict may only pick a state the rules could also have picked for this defect: a
+    Resolved candidate becomes Open or stays Resolved; a Reopened candidate becomes Resolved
+    or stays Reopened. Anything else is ignored.
+    """
+    if verdict is None or not decision.candidate:
+        return decision
+    allowed = {
+        State.RESOLVED: {State.RESOLVED, State.OPEN},
+        State.REOPENED: {State.REOPENED, State.RESOLVED},
+    }.get(decision.state, {decision.state})
+    if verdict.state not in allowed:
+        return decision
+    return Decision(
+        decision.key, verdict.state,
+        rule=decision.rule + ("+confirmed" if verdict.state is decision.state else "+overturned"),
+        evidence=f"{decision.evidence}; verifier: {verdict.evidence}",
+        decided_by=verdict.decided_by, candidate=False, path=decision.path,
+        line_start=decision.line_start, line_end=decision.line_end,
+        code=decision.code, signals=decision.signals,
+    )

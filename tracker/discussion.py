@@ -1,0 +1,156 @@
+"""Reading people's comments: does a comment raise a problem, claim a fix, accept or dispute one?
+
+Used both by the bot (webhook comments) and by offline replays (a task's events). These are
+plain-text heuristics with no I/O; they only turn comments into findings and signals, the
+tracker still decides states from code. Bodies are untrusted text: nothing here executes or
+follows them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .models import Finding, Origin, SignalKind
+
+_QUOTE = re.compile(r"^>.*$", re.M)
+_FENCE = re.compile(r"```.*?```", re.S)
+_SUGGESTION = re.compile(r"```suggestion\b", re.I)
+_SUGGESTION_BLOCK = re.compile(r"```suggestion[^\n]*\n(.*?)^\s*```", re.S | re.M | re.I)
+
+_PRAISE_ONLY = re.compile(
+    r"^\W*(lgtm|looks good( to me)?|looking good|looks great|great( work| job)?|nice( work| job)?|thanks?( you)?"
+    r"( so much| a lot)?|thank you|perfect|awesome|excellent|approved?|ship it|\+1|:\+1:|👍|🎉|"
+    r"well done|good job|merging|merged|cool|ok|okay|done)\W*$",
+    re.I,
+)
+_META = re.compile(
+    r"(see (my |the )?(inline )?comments|left (a few |some )?(comments|feedback|notes)|few comments|"
+    r"check ?out the requested changes|requested changes|please see comments|"
+    r"additional comments|comments? below|added (some )?comments)",
+    re.I,
+)
+_CONCERN = re.compile(
+    r"(\?|\bshould\b|\bshouldn'?t\b|\bplease\b|\bneed(s|ed)?\b|\bmust\b|\bmissing\b|\binstead\b|"
+    r"\bdon'?t\b|\bdo not\b|\bwhy\b|\bcould\b|\bwould\b|\bbug\b|\bwrong\b|\bbroken\b|\bfail|"
+    r"\bremove\b|\badd\b|\bavoid\b|\bconsider\b|\bprefer\b|\bnit\b|\btypo\b|\bincorrect\b|"
+    r"\bunnecessary\b|\bredundant\b|\bsame (comment|here|as)\b|\bstill\b|\bcan be\b|\bcan we\b|"
+    r"\bleak|\bunused\b|\binstead\b|\brename\b|\bmove\b|\bbetter\b|\bnot\b|\bisn'?t\b|:-1:|👎)",
+    re.I,
+)
+_FIXED = re.compile(
+    r"(\b(fixed|done|addressed|resolved|updated|changed|applied|removed|renamed|implemented|"
+    r"corrected|reverted|moved)\b|\bgood (catch|point)\b|\bwill do\b|\bmy bad\b|\bnice catch\b|"
+    r"исправил|исправлено|수정했|반영했|修正|已修复|已修改)",
+    re.I,
+)
+_STILL = re.compile(
+    r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bagain\b|\bdoesn'?t\b|\bisn'?t\b|"
+    r"\bnope\b|\bbut\b|\bhowever\b|\bdifferent\b|\bsame (problem|issue)\b|\bshould\b|\bplease\b)",
+    re.I,
+)
+_ACCEPT = re.compile(
+    r"^\W*(lgtm|looks good|looking good|thanks?|thank you|perfect|great|nice|👍|\+1|ok|okay|cool|awesome)\b",
+    re.I,
+)
+
+
+def plain_text(body: str | None) -> str:
+    """A comment body without quoted replies and code blocks (suggestion blocks excepted)."""
+    text = _QUOTE.sub("", body or "")
+    return _FENCE.sub(lambda m: "" if not _SUGGESTION.match(m.group(0)) else " suggestion ", text)
+
+
+def raises_concern(body: str | None, *, inline: bool) -> bool:
+    """Whether a reviewer's comment asks for a change (and so is a defect to track).
+
+    A reviewer's inline comment does unless it is pure praise (an empty inline comment still
+    marks a place). A remark on the whole PR (a review body, a PR comment) does unless it is
+    praise, a pointer to the inline comments, or thanks without any concern in it.
+    """
+    if body and _SUGGESTION.search(body):
+        return True
+    text = plain_text(body).strip()
+    if not text:
+        return inline
+    if _PRAISE_ONLY.match(text):
+        return False
+    if inline:
+        return True
+    if _META.search(text) and len(text) < 200:
+        return False
+    if _ACCEPT.match(text) and not _CONCERN.search(text):
+        return False
+    return True
+
+
+def suggestion(body: str | None) -> list[str] | None:
+    """The replacement lines of a GitHub ```suggestion block, if the comment has one."""
+    match = _SUGGESTION_BLOCK.search(body or "")
+    if match is None:
+        return None
+    return match.group(1).splitlines()
+
+
+def claims_fixed(body: str | None) -> bool:
+    """An author's reply that says the problem is dealt with ("fixed", "done", ...)."""
+    text = plain_text(body).strip()
+    return bool(text) and bool(_FIXED.search(text)) and len(text) < 400
+
+
+def accepts(body: str | None) -> bool:
+    """A reviewer's reply that accepts the change ("LGTM", "thanks")."""
+    text = plain_text(body).strip()
+    return bool(_ACCEPT.match(text)) and not _STILL.search(text)
+
+
+def reply_signal(body: str | None, *, by_author: bool) -> SignalKind | None:
+    """What a reply in a defect's thread says about it, if anything."""
+    if by_author:
+        return SignalKind.AUTHOR_CLAIMS_FIXED if claims_fixed(body) else None
+    if accepts(body):
+        return SignalKind.REVIEWER_ACCEPTS
+    return SignalKind.REVIEWER_DISPUTES if plain_text(body).strip() else None
+
+
+def human_finding(body: str, *, author: str | None, path: str | None = None,
+                  line: int | None = None, start_line: int | None = None,
+                  side: str = "RIGHT", comment_id: int | None = None) -> Finding:
+    """A person's comment as a finding to track (origin human)."""
+    start = start_line if start_line is not None else line
+    text = (body or "").strip()
+    return Finding(
+        description=text,
+        path=path,
+        line_start=start,
+        line_end=line if line is not None else start,
+        side=side or "RIGHT",
+        type=guess_type(text),
+        severity="Normal",
+        confidence=1.0,
+        origin=Origin.HUMAN,
+        author=author,
+        comment_id=comment_id,
+    )
+
+
+_TYPE_CUES = [
+    ("E.4", r"\btests?\b|\bcoverage\b|\bcovered\b|\bassert"),
+    ("F.7", r"\bsecur|\bsecret|\bpassword|\btoken\b|\binjection|\bsanitiz|\bcrypto"),
+    ("F.6", r"\bperformance\b|\bslow\b|\bfaster\b|\befficien|\bparallel|\bcache\b"),
+    ("F.3", r"\bleak|\bclose\b|\bdispose|\bresource|\bthread\b|\bmemory\b"),
+    ("F.4", r"\bnull\b|\bcheck\b|\bvalidat|\bhandle\b|\bexception|\berror handling"),
+    ("E.1.2", r"\bdocstring|\bjavadoc|\bdoc comment|\bdocument"),
+    ("E.1.1", r"\btypo\b|\bwording\b|\bspelling|\bchangelog|\breadme|\bname\b|\brename|\bnaming"),
+    ("E.2", r"\bformat|\bindent|\bstyle\b|\bwhitespace|\blint"),
+    ("E.3.1", r"\bunused\b|\bimport\b|\bmove\b|\bduplicat|\bdead code|\bredundant|\bempty\b"),
+    ("F.1", r"\bapi\b|\bsignature|\breturn type|\bparameter|\bargument|\binterface\b"),
+    ("E.3.2", r"\binstead\b|\bsimplif|\bshortened|\bapproach|\bcan be\b|\brefactor"),
+]
+
+
+def guess_type(text: str) -> str:
+    """A rough MCR type for a person's comment, from keywords (F.2 Logic when nothing fits)."""
+    for mcr_type, pattern in _TYPE_CUES:
+        if re.search(pattern, text or "", re.I):
+            return mcr_type
+    return "F.2"

@@ -1,0 +1,154 @@
+"""Taking in what people do between rounds: comments, replies and thread resolutions.
+
+The bot calls these when GitHub tells it about review comments, reviews, PR comments and
+review threads; offline replays call them with a task's events. A reviewer's comment that asks
+for a change becomes a tracked defect (origin human); a reply joins the defect of its thread
+and may carry a signal (the author claims a fix, a reviewer disputes one); resolving a thread
+resolves its defect. Decisions taken here are people's, so they are recorded as decided by a
+human, in the PR's current round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .discussion import human_finding, raises_concern, reply_signal
+from .ledger import Ledger
+from .lifecycle import State
+from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+
+
+@dataclass
+class Comment:
+    """A comment as the tracker needs it, whatever it came from (webhook or task event)."""
+
+    id: int
+    kind: str  # review_comment, review or issue_comment
+    author: str | None
+    body: str
+    path: str | None = None
+    line: int | None = None
+    start_line: int | None = None
+    side: str | None = "RIGHT"
+    in_reply_to: int | None = None
+    by_bot: bool = False
+    node_id: str | None = None
+
+
+@dataclass
+class Outcome:
+    """What taking a comment did: ``action`` is raised, attached, updated or ignored."""
+
+    action: str
+    defect: Defect | None = None
+    signal: SignalKind | None = None
+    reason: str = ""
+
+
+def take_comment(ledger: Ledger, pr_id: int, comment: Comment, *, pr_author: str | None,
+                 code: str | None = None) -> Outcome:
+    """Record one comment. ``code`` is the text of the lines an inline comment sits on."""
+    round_number = ledger.current_round(pr_id)
+    if comment.by_bot:
+        return Outcome("ignored", reason="the bot's own comment")
+    if comment.in_reply_to:
+        return _take_reply(ledger, pr_id, comment, round_number, pr_author, code)
+    return _take_top_level(ledger, pr_id, comment, round_number, pr_author, code)
+
+
+def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
+                    pr_author: str | None, code: str | None) -> Outcome:
+    known = ledger.defect_by_comment(pr_id, comment.id)
+    if known is not None:  # an edit, or the same delivery again
+        ledger.db["defects"].update(known.id, {"description": comment.body})
+        return Outcome("updated", ledger.defect(pr_id, known.key))
+    if pr_author and comment.author == pr_author:
+        return Outcome("ignored", reason="the PR author's own remark")
+    inline = comment.kind == "review_comment" and bool(comment.path) and comment.line is not None
+    if not raises_concern(comment.body, inline=inline):
+        return Outcome("ignored", reason="does not ask for a change")
+    if inline:
+        finding = human_finding(comment.body, author=comment.author, path=comment.path,
+                                line=comment.line, start_line=comment.start_line,
+                                side=comment.side or "RIGHT", comment_id=None)
+    else:
+        finding = human_finding(comment.body, author=comment.author)
+    with ledger.transaction():
+        defect = ledger.add_defect(
+            pr_id, finding, round_number, code=code if inline else None,
+            rule=f"raised-by-{comment.kind.replace('_', '-')}",
+            evidence=f"{comment.author or 'a reviewer'} raised it in comment {comment.id}",
+        )
+        if comment.in_reply_to:  # later replies point at the thread's first comment
+            ledger.attach_comment(defect.id, comment.in_reply_to, kind=comment.kind)
+        ledger.attach_comment(defect.id, comment.id, kind=comment.kind, author=comment.author,
+                              body=comment.body, node_id=comment.node_id,
+                              in_reply_to=comment.in_reply_to)
+    return Outcome("raised", ledger.defect(pr_id, defect.key))
+
+
+def _take_reply(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
+                pr_author: str | None, code: str | None) -> Outcome:
+    defect = ledger.defect_by_comment(pr_id, comment.in_reply_to)
+    if defect is None:
+        # A thread the ledger does not track (the author's own note, praise): a reviewer's
+        # reply that asks for a change there is a new defect of its own.
+        return _take_top_level(ledger, pr_id, comment, round_number, pr_author, code)
+    ledger.attach_comment(defect.id, comment.id, kind=comment.kind, author=comment.author,
+                          body=comment.body, in_reply_to=comment.in_reply_to,
+                          node_id=comment.node_id)
+    by_author = bool(pr_author) and comment.author == pr_author
+    kind = reply_signal(comment.body, by_author=by_author)
+    if kind is None:
+        return Outcome("attached", defect)
+    ledger.add_signal(pr_id, defect, round_number,
+                      Signal(kind, defect.key, comment.author, comment.body, comment.id))
+    if kind is SignalKind.REVIEWER_DISPUTES and defect.state is State.RESOLVED:
+        defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-disputes",
+                            f"{comment.author} replied that it is not fixed: "
+                            f"{_quote(comment.body)}")
+    return Outcome("attached", defect, kind)
+
+
+def take_thread(ledger: Ledger, pr_id: int, *, resolved: bool, by: str | None,
+                node_id: str | None = None, comment_ids: list[int] = ()) -> Outcome:
+    """A review thread was resolved or unresolved on GitHub."""
+    defect = ledger.defect_by_thread(pr_id, node_id) if node_id else None
+    for cid in comment_ids:
+        defect = defect or ledger.defect_by_comment(pr_id, cid)
+    if defect is None:
+        return Outcome("ignored", reason="a thread the ledger does not track")
+    if node_id and not defect.thread_node_id:
+        ledger.set_thread(pr_id, defect.key, node_id)
+    round_number = ledger.current_round(pr_id)
+    kind = SignalKind.THREAD_RESOLVED if resolved else SignalKind.THREAD_UNRESOLVED
+    ledger.add_signal(pr_id, defect, round_number, Signal(kind, defect.key, by))
+    if resolved and defect.state is not State.RESOLVED:
+        defect = ledger.record_decision(
+            pr_id, round_number,
+            Decision(defect.key, State.RESOLVED, str(kind), f"{by or 'a person'} resolved the "
+                     "review thread", decided_by=DecidedBy.HUMAN),
+        )
+    elif not resolved and defect.state is State.RESOLVED:
+        defect = _unresolve(ledger, pr_id, defect, round_number, str(kind),
+                            f"{by or 'a person'} unresolved the review thread")
+    return Outcome("updated", defect, kind)
+
+
+def _unresolve(ledger: Ledger, pr_id: int, defect: Defect, round_number: int, rule: str,
+               evidence: str) -> Defect:
+    """Undo a resolution at the current round: back to what the defect was, or Reopened."""
+    if round_number <= defect.raised_round:
+        state = State.NEW
+    else:
+        previous = ledger.previous_state(defect, round_number)
+        state = State.REOPENED if previous is State.RESOLVED else State.OPEN
+    return ledger.record_decision(
+        pr_id, round_number,
+        Decision(defect.key, state, rule, evidence, decided_by=DecidedBy.HUMAN),
+    )
+
+
+def _quote(body: str, limit: int = 120) -> str:
+    text = " ".join((body or "").split())
+    return f'"{text[:limit]}{"..." if len(text) > limit else ""}"'

@@ -1,0 +1,521 @@
+"""The per-PR defect ledger: one SQLite file that remembers every defect ever raised on a PR.
+
+``Ledger(path)`` opens (and migrates) the database in WAL mode. It stores pull requests,
+rounds, defects with their anchors and fingerprints, the state history of every defect with the
+evidence for each decision, the GitHub comments that belong to each defect, installations and
+received webhook deliveries. Every multi-row change runs in one transaction. The ledger does no
+network I/O; deciding states is ``tracker.decide``'s job, the ledger validates and stores them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from sqlite_utils import Database
+
+from .anchors import fingerprint as code_fingerprint
+from .lifecycle import State, carry_forward, check_transition, parse_state
+from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
+from .schema import migrations
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class LedgerError(Exception):
+    """A request the ledger cannot honour (unknown PR, unknown defect, ...)."""
+
+
+class Ledger:
+    """Read and write the defect ledger stored in one SQLite file.
+
+    ``path`` may be ``":memory:"`` for throwaway use. The connection may be used from the thread
+    that runs the event loop and from worker threads, one at a time.
+    """
+
+    def __init__(self, path: str | Path = "roundwise.db"):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self.db = Database(conn)
+        if self.path != ":memory:":
+            self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def transaction(self):
+        """A context manager: everything inside commits together or not at all."""
+        return self.db.atomic()
+
+    # -- installations -----------------------------------------------------------------------
+
+    def upsert_installation(self, installation_id: int, account: str | None, suspended=False):
+        row = {"id": installation_id, "account": account, "suspended": int(suspended)}
+        row["updated_at"] = now()
+        if not self._exists("installations", installation_id):
+            row["created_at"] = row["updated_at"]
+        self.db["installations"].upsert(row, pk="id")
+
+    def remove_installation(self, installation_id: int) -> None:
+        self.db["installations"].delete_where("id = ?", [installation_id])
+
+    def installation(self, installation_id: int) -> dict | None:
+        return self._get("installations", installation_id)
+
+    # -- pull requests -----------------------------------------------------------------------
+
+    def pull_request(self, repo: str, number: int, **fields) -> dict:
+        """The PR's row, created on first use; ``fields`` (title, author...) update it."""
+        rows = list(self.db["pull_requests"].rows_where("repo = ? and number = ?", [repo, number]))
+        stamp = now()
+        if rows:
+            pr = rows[0]
+            changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
+            if changes:
+                changes["updated_at"] = stamp
+                self.db["pull_requests"].update(pr["id"], changes)
+                pr.update(changes)
+            return pr
+        row = {"repo": repo, "number": number, "created_at": stamp, "updated_at": stamp}
+        row.update({k: v for k, v in fields.items() if v is not None})
+        pk = self.db["pull_requests"].insert(row).last_pk
+        return self._get("pull_requests", pk)
+
+    def find_pull_request(self, repo: str, number: int) -> dict | None:
+        rows = list(self.db["pull_requests"].rows_where("repo = ? and number = ?", [repo, number]))
+        return rows[0] if rows else None
+
+    def update_pull_request(self, pr_id: int, **fields) -> None:
+        fields["updated_at"] = now()
+        self.db["pull_requests"].update(pr_id, fields)
+
+    # -- rounds ------------------------------------------------------------------------------
+
+    def rounds(self, pr_id: int) -> list[dict]:
+        return list(self.db["rounds"].rows_where("pr_id = ?", [pr_id], order_by="number"))
+
+    def round(self, pr_id: int, number: int) -> dict | None:
+        rows = list(self.db["rounds"].rows_where("pr_id = ? and number = ?", [pr_id, number]))
+        return rows[0] if rows else None
+
+    def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
+        where, args = "pr_id = ?", [pr_id]
+        if status:
+            where, args = where + " and status = ?", args + [status]
+        rows = list(self.db["rounds"].rows_where(where, args, order_by="number desc", limit=1))
+        return rows[0] if rows else None
+
+    def current_round(self, pr_id: int) -> int:
+        """The number of the latest round started on the PR (0 before the first)."""
+        row = self.last_round(pr_id, status=None)
+        return row["number"] if row else 0
+
+    def begin_round(self, pr_id: int, head_sha: str, base_sha: str | None = None,
+                    *, force: bool = False) -> dict:
+        """Start (or resume) the round that reviews ``head_sha``.
+
+        A round for the same head that did not complete (a crash, a failure) is resumed under
+        its number; one that completed is returned as it is (check ``status``) unless
+        ``force`` asks for a fresh round of the same head.
+        """
+        with self.transaction():
+            latest = self.last_round(pr_id, status=None)
+            if latest and latest["head_sha"] == head_sha and (
+                latest["status"] != "complete" or not force
+            ):
+                if latest["status"] != "complete":
+                    self.db["rounds"].update(
+                        latest["id"], {"status": "running", "started_at": now(), "error": None}
+                    )
+                    latest = self._get("rounds", latest["id"])
+                return latest
+            number = (latest["number"] if latest else 0) + 1
+            pk = self.db["rounds"].insert(
+                {
+                    "pr_id": pr_id,
+                    "number": number,
+                    "head_sha": head_sha,
+                    "base_sha": base_sha,
+                    "status": "running",
+                    "started_at": now(),
+                }
+            ).last_pk
+            self.update_pull_request(pr_id, head_sha=head_sha)
+            return self._get("rounds", pk)
+
+    def finish_round(self, pr_id: int, number: int, status: str = "complete", **stats) -> None:
+        """Close a round: ``complete`` or ``failed`` (with ``error``), plus any stats columns."""
+        if status not in ("complete", "failed"):
+            raise LedgerError(f"a round ends complete or failed, not {status!r}")
+        row = self.round(pr_id, number)
+        if row is None:
+            raise LedgerError(f"no round {number} on PR {pr_id}")
+        started = datetime.fromisoformat(row["started_at"]) if row["started_at"] else None
+        finished = datetime.now(timezone.utc)
+        update = {"status": status, "finished_at": finished.isoformat(timespec="milliseconds")}
+        if started:
+            update["seconds"] = round((finished - started).total_seconds(), 3)
+        update.update(stats)
+        with self.transaction():
+            self.db["rounds"].update(row["id"], update)
+            if status == "complete":
+                self.update_pull_request(pr_id, last_reviewed_sha=row["head_sha"])
+
+    def add_usage(self, pr_id: int, number: int, prompt_tokens: int = 0,
+                  completion_tokens: int = 0, cost: float = 0.0) -> None:
+        """Add LLM token counts and cost to a round's totals."""
+        with self.transaction():
+            self.db.execute(
+                "update rounds set prompt_tokens = coalesce(prompt_tokens, 0) + ?, "
+                "completion_tokens = coalesce(completion_tokens, 0) + ?, "
+                "cost = coalesce(cost, 0) + ? where pr_id = ? and number = ?",
+                [prompt_tokens, completion_tokens, cost, pr_id, number],
+            )
+
+    # -- defects -----------------------------------------------------------------------------
+
+    def defects(self, pr_id: int, *, include_ignored: bool = True) -> list[Defect]:
+        """Every defect of the PR, in the order they were raised (D1, D2, ...)."""
+        where = "pr_id = ?" + ("" if include_ignored else " and ignored = 0")
+        rows = self.db["defects"].rows_where(where, [pr_id], order_by="id")
+        return [self._defect(row) for row in rows]
+
+    def defect(self, pr_id: int, key: str) -> Defect:
+        rows = list(self.db["defects"].rows_where("pr_id = ? and key = ?", [pr_id, key.upper()]))
+        if not rows:
+            raise LedgerError(f"no defect {key} on this pull request")
+        return self._defect(rows[0])
+
+    def defect_by_comment(self, pr_id: int, comment_id: int) -> Defect | None:
+        """The defect a GitHub comment (or a reply to it) belongs to."""
+        rows = list(
+            self.db.query(
+                "select d.* from defect_comments c join defects d on d.id = c.defect_id "
+                "where d.pr_id = ? and c.id = ?",
+                [pr_id, comment_id],
+            )
+        )
+        return self._defect(rows[0]) if rows else None
+
+    def defect_by_thread(self, pr_id: int, node_id: str) -> Defect | None:
+        rows = list(
+            self.db["defects"].rows_where("pr_id = ? and thread_node_id = ?", [pr_id, node_id])
+        )
+        return self._defect(rows[0]) if rows else None
+
+    def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
+                   code: str | None = None, evidence: str = "", rule: str = "raised") -> Defect:
+        """Track a new finding as defect ``D<n>``, New at ``round_number``."""
+        with self.transaction():
+            count = self.db.execute(
+                "select count(*) from defects where pr_id = ?", [pr_id]
+            ).fetchone()[0]
+            key = f"D{count + 1}"
+            stamp = now()
+            row = {
+                "pr_id": pr_id,
+                "key": key,
+                "origin": str(finding.origin),
+                "author": finding.author,
+                "path": finding.path,
+                "line_start": finding.line_start,
+                "line_end": finding.line_end,
+                "side": finding.side,
+                "code": code,
+                "fingerprint": code_fingerprint(code) if code else None,
+                "description": finding.description,
+                "type": finding.type,
+                "severity": finding.severity,
+                "confidence": finding.confidence,
+                "rule": finding.rule,
+                "state": State.NEW.value,
+                "state_round": round_number,
+                "raised_round": round_number,
+                "ignored": 0,
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+            pk = self.db["defects"].insert(row).last_pk
+            decided_by = DecidedBy.HUMAN if finding.origin is Origin.HUMAN else DecidedBy.RULE
+            self._history(pk, round_number, State.NEW, rule,
+                          evidence or f"raised by {finding.author or finding.origin}", decided_by)
+            if finding.comment_id is not None:
+                self.attach_comment(pk, finding.comment_id, kind="review_comment",
+                                    author=finding.author, body=finding.description)
+            return self._defect(self._get("defects", pk))
+
+    def previous_state(self, defect: Defect, round_number: int) -> State | None:
+        """The state a defect ended round ``round_number - 1`` in (None if not raised yet)."""
+        row = self.db.execute(
+            "select state, round from state_history where defect_id = ? and round < ? "
+            "order by round desc, id desc limit 1",
+            [defect.id, round_number],
+        ).fetchone()
+        if row is None:
+            return None
+        state = parse_state(row[0])
+        return state if row[1] == round_number - 1 else carry_forward(state)
+
+    def record_decision(self, pr_id: int, round_number: int, decision: Decision) -> Defect:
+        """Store one decision after checking the lifecycle allows it.
+
+        The state is checked against the state the defect ended the previous round in, so a
+        decision can be revised within a round (the last one of the round stands).
+        """
+        defect = self.defect(pr_id, decision.key)
+        if round_number < defect.state_round:
+            raise LedgerError(
+                f"{defect.key} was already decided at round {defect.state_round}; "
+                f"cannot decide round {round_number}"
+            )
+        if round_number == defect.raised_round:
+            # Still the round it was raised in: it stays New unless a person resolves it.
+            allowed = {State.NEW, State.RESOLVED}
+            if decision.state not in allowed:
+                raise LedgerError(
+                    f"{defect.key} was raised in round {round_number}: it can only be New or "
+                    f"Resolved there, not {decision.state}"
+                )
+        else:
+            check_transition(self.previous_state(defect, round_number), decision.state, defect.key)
+        update = {"state": decision.state.value, "state_round": round_number, "updated_at": now()}
+        if decision.path is not None and decision.line_start is not None:
+            update.update(path=decision.path, line_start=decision.line_start,
+                          line_end=decision.line_end)
+        if decision.code is not None:
+            update["code"] = decision.code
+            update["fingerprint"] = code_fingerprint(decision.code)
+        if decision.state is State.RESOLVED and defect.state is not State.RESOLVED:
+            update["resolved_code"] = defect.code
+        with self.transaction():
+            self.db["defects"].update(defect.id, update)
+            evidence = decision.evidence
+            if decision.signals:
+                evidence += " | signals: " + "; ".join(decision.signals)
+            self._history(defect.id, round_number, decision.state, decision.rule, evidence,
+                          decision.decided_by)
+        return self.defect(pr_id, decision.key)
+
+    def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
+                     new_findings: Iterable[tuple[Finding, str | None]] = ()) -> list[Defect]:
+        """Store a whole round at once: every decision, then every new defect; all or nothing.
+
+        ``new_findings`` pairs each finding with the code it is anchored to (or None).
+        Returns the defects created.
+        """
+        created = []
+        with self.transaction():
+            for decision in decisions:
+                self.record_decision(pr_id, round_number, decision)
+            for finding, code in new_findings:
+                created.append(self.add_defect(pr_id, finding, round_number, code=code))
+        return created
+
+    def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:
+        """Stop reporting a defect (``/roundwise ignore``); its history stays."""
+        defect = self.defect(pr_id, key)
+        with self.transaction():
+            self.db["defects"].update(defect.id, {"ignored": 1, "updated_at": now()})
+            self._history(defect.id, round_number, defect.state, "ignored",
+                          f"ignored by {by}", DecidedBy.HUMAN)
+        return self.defect(pr_id, key)
+
+    def history(self, pr_id: int, key: str) -> list[dict]:
+        """Every decision taken on a defect, oldest first."""
+        defect = self.defect(pr_id, key)
+        return list(self.db["state_history"].rows_where("defect_id = ?", [defect.id],
+                                                       order_by="id"))
+
+    def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
+        """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
+        out: dict[str, dict[int, str]] = {}
+        for row in self.db.query(
+            "select d.key, h.round, h.state from state_history h join defects d "
+            "on d.id = h.defect_id where d.pr_id = ? order by h.id",
+            [pr_id],
+        ):
+            out.setdefault(row["key"], {})[row["round"]] = row["state"]
+        return out
+
+    # -- signals (what people did between rounds) ---------------------------------------------
+
+    def add_signal(self, pr_id: int, defect: Defect, round_number: int, signal: Signal) -> None:
+        """Remember a person's action on a defect, for the next round's decisions."""
+        self.db["signals"].insert(
+            {"pr_id": pr_id, "defect_id": defect.id, "round": round_number,
+             "kind": str(signal.kind), "author": signal.author, "body": signal.body,
+             "comment_id": signal.comment_id, "at": now()}
+        )
+
+    def signals(self, pr_id: int, since_round: int) -> list[Signal]:
+        """Signals recorded at round ``since_round`` or later, oldest first."""
+        rows = self.db.query(
+            "select s.*, d.key from signals s join defects d on d.id = s.defect_id "
+            "where s.pr_id = ? and s.round >= ? order by s.id",
+            [pr_id, since_round],
+        )
+        return [
+            Signal(kind=r["kind"], defect_key=r["key"], author=r["author"], body=r["body"] or "",
+                   comment_id=r["comment_id"])
+            for r in rows
+        ]
+
+    # -- per-PR leases (cross-process serialisation) ------------------------------------------
+
+    def acquire_lease(self, pr_id: int, owner: str, ttl: float = 600.0) -> bool:
+        """Take the PR's lease unless another live owner holds it; True when taken."""
+        stamp = time.time()
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "select owner, expires_at from leases where pr_id = ?", [pr_id]
+            ).fetchone()
+            if row and row[0] != owner and row[1] > stamp:
+                conn.execute("ROLLBACK")
+                return False
+            conn.execute(
+                "insert or replace into leases (pr_id, owner, expires_at) values (?, ?, ?)",
+                [pr_id, owner, stamp + ttl],
+            )
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def release_lease(self, pr_id: int, owner: str) -> None:
+        with self.transaction():
+            self.db.execute("delete from leases where pr_id = ? and owner = ?", [pr_id, owner])
+
+    # -- GitHub comments and threads ---------------------------------------------------------
+
+    def attach_comment(self, defect_id: int, comment_id: int, *, kind: str = "review_comment",
+                       author: str | None = None, body: str | None = None,
+                       in_reply_to: int | None = None, node_id: str | None = None,
+                       posted_by_bot: bool = False) -> None:
+        """Remember that a GitHub comment belongs to a defect's thread (idempotent)."""
+        self.db["defect_comments"].upsert(
+            {
+                "id": comment_id,
+                "defect_id": defect_id,
+                "kind": kind,
+                "author": author,
+                "body": body,
+                "in_reply_to": in_reply_to,
+                "node_id": node_id,
+                "posted_by_bot": int(posted_by_bot),
+                "created_at": now(),
+            },
+            pk="id",
+        )
+
+    def comments(self, pr_id: int, key: str) -> list[dict]:
+        defect = self.defect(pr_id, key)
+        return list(self.db["defect_comments"].rows_where("defect_id = ?", [defect.id],
+                                                         order_by="id"))
+
+    def thread_root(self, pr_id: int, key: str) -> dict | None:
+        """The top-level review comment of a defect's thread, if it has one."""
+        for row in self.comments(pr_id, key):
+            if row["kind"] == "review_comment" and not row["in_reply_to"]:
+                return row
+        return None
+
+    def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
+        defect = self.defect(pr_id, key)
+        self.db["defects"].update(defect.id, {"thread_node_id": node_id})
+
+    # -- webhook deliveries ------------------------------------------------------------------
+
+    def delivery(self, delivery_id: str) -> dict | None:
+        return self._get("deliveries", delivery_id)
+
+    def record_delivery(self, delivery_id: str, event: str, action: str | None,
+                        repo: str | None = None, number: int | None = None) -> bool:
+        """Note a received delivery. False when it was already fully processed."""
+        with self.transaction():
+            row = self.delivery(delivery_id)
+            if row and row["processed_at"]:
+                return False
+            if row:
+                self.db["deliveries"].update(delivery_id, {"attempts": row["attempts"] + 1})
+            else:
+                self.db["deliveries"].insert(
+                    {"id": delivery_id, "event": event, "action": action, "repo": repo,
+                     "number": number, "received_at": now(), "attempts": 1}
+                )
+        return True
+
+    def mark_processed(self, delivery_id: str, outcome: str = "ok") -> None:
+        self.db["deliveries"].update(delivery_id, {"processed_at": now(), "outcome": outcome})
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _history(self, defect_id: int, round_number: int, state: State, rule: str,
+                 evidence: str, decided_by: DecidedBy) -> None:
+        self.db["state_history"].insert(
+            {"defect_id": defect_id, "round": round_number, "state": str(state), "rule": rule,
+             "evidence": evidence, "decided_by": str(decided_by), "at": now()}
+        )
+
+    def _exists(self, table: str, pk) -> bool:
+        return self._get(table, pk) is not None
+
+    def _get(self, table: str, pk) -> dict | None:
+        try:
+            return self.db[table].get(pk)
+        except Exception:  # sqlite_utils.db.NotFoundError
+            return None
+
+    def _defect(self, row: dict) -> Defect:
+        comment_ids = [
+            r[0] for r in self.db.execute(
+                "select id from defect_comments where defect_id = ? order by id", [row["id"]]
+            )
+        ]
+        return Defect(
+            id=row["id"], key=row["key"], description=row["description"] or "",
+            origin=row["origin"], state=row["state"], raised_round=row["raised_round"],
+            state_round=row["state_round"], path=row["path"], line_start=row["line_start"],
+            line_end=row["line_end"], side=row["side"] or "RIGHT",
+            fingerprint=row["fingerprint"], code=row["code"], type=row["type"] or "F.2",
+            severity=row["severity"] or "Normal", confidence=row["confidence"] or 0.5,
+            rule=row["rule"], author=row["author"], ignored=bool(row["ignored"]),
+            resolved_code=row["resolved_code"], comment_ids=comment_ids,
+            thread_node_id=row["thread_node_id"],
+        )
+
+    def dump(self, pr_id: int) -> Iterator[dict]:
+        """Every defect as a plain dict with its history, for JSON output."""
+        for defect in self.defects(pr_id):
+            yield {
+                "key": defect.key, "state": str(defect.state), "origin": str(defect.origin),
+                "location": defect.location(), "type": defect.type, "severity": defect.severity,
+                "description": defect.description,
+                "history": [
+                    {k: h[k] for k in ("round", "state", "rule", "decided_by", "evidence")}
+                    for h in self.history(pr_id, defect.key)
+                ],
+            }
+
+
+def to_json(obj) -> str:
+    return json.dumps(obj, indent=2, default=str)

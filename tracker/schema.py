@@ -1,0 +1,168 @@
+"""The ledger's schema, as ordered sqlite-utils migrations.
+
+Each migration runs once per database file, in order, inside a transaction; add new ones at the
+end, never edit an applied one. The tables are meant to be read by people too
+(``sqlite-utils tables ledger.db --counts``, Datasette).
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("roundwise-ledger")
+
+
+@migrations()
+def m001_core(db: Database) -> None:
+    db["installations"].create(
+        {"id": int, "account": str, "suspended": int, "created_at": str, "updated_at": str},
+        pk="id",
+    )
+    db["pull_requests"].create(
+        {
+            "id": int,
+            "repo": str,
+            "number": int,
+            "installation_id": int,
+            "title": str,
+            "author": str,
+            "status": str,  # open, closed, merged
+            "head_sha": str,
+            "last_reviewed_sha": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"repo", "number"},
+        defaults={"status": "open"},
+    )
+    db["pull_requests"].create_index(["repo", "number"], unique=True)
+    db["rounds"].create(
+        {
+            "id": int,
+            "pr_id": int,
+            "number": int,
+            "base_sha": str,
+            "head_sha": str,
+            "status": str,  # running, complete, failed
+            "started_at": str,
+            "finished_at": str,
+            "seconds": float,
+            "findings": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "error": str,
+        },
+        pk="id",
+        foreign_keys=[("pr_id", "pull_requests", "id")],
+        not_null={"pr_id", "number"},
+    )
+    db["rounds"].create_index(["pr_id", "number"], unique=True)
+    db["defects"].create(
+        {
+            "id": int,
+            "pr_id": int,
+            "key": str,  # D1, D2... stable within a PR
+            "origin": str,  # bot or human
+            "author": str,
+            "path": str,
+            "line_start": int,
+            "line_end": int,
+            "side": str,
+            "fingerprint": str,
+            "code": str,
+            "resolved_code": str,
+            "description": str,
+            "type": str,
+            "severity": str,
+            "confidence": float,
+            "rule": str,
+            "state": str,
+            "state_round": int,
+            "raised_round": int,
+            "ignored": int,
+            "thread_node_id": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        foreign_keys=[("pr_id", "pull_requests", "id")],
+        not_null={"pr_id", "key", "origin", "state"},
+        defaults={"ignored": 0, "side": "RIGHT"},
+    )
+    db["defects"].create_index(["pr_id", "key"], unique=True)
+    db["defects"].create_index(["pr_id", "path"])
+    db["state_history"].create(
+        {
+            "id": int,
+            "defect_id": int,
+            "round": int,
+            "state": str,
+            "rule": str,
+            "evidence": str,
+            "decided_by": str,  # rule, llm or human
+            "at": str,
+        },
+        pk="id",
+        foreign_keys=[("defect_id", "defects", "id")],
+        not_null={"defect_id", "round", "state", "decided_by"},
+    )
+    db["state_history"].create_index(["defect_id", "round"])
+    db["defect_comments"].create(
+        {
+            "id": int,  # the GitHub comment id
+            "defect_id": int,
+            "kind": str,  # review_comment, review, issue_comment
+            "author": str,
+            "body": str,
+            "in_reply_to": int,
+            "node_id": str,
+            "posted_by_bot": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("defect_id", "defects", "id")],
+    )
+    db["defect_comments"].create_index(["defect_id"])
+    db["deliveries"].create(
+        {
+            "id": str,  # X-GitHub-Delivery
+            "event": str,
+            "action": str,
+            "repo": str,
+            "number": int,
+            "received_at": str,
+            "processed_at": str,
+            "outcome": str,
+            "attempts": int,
+        },
+        pk="id",
+        defaults={"attempts": 0},
+    )
+
+
+@migrations()
+def m002_signals(db: Database) -> None:
+    db["signals"].create(
+        {
+            "id": int,
+            "pr_id": int,
+            "defect_id": int,
+            "round": int,  # the PR's current round when it happened
+            "kind": str,
+            "author": str,
+            "body": str,
+            "comment_id": int,
+            "at": str,
+        },
+        pk="id",
+        foreign_keys=[("pr_id", "pull_requests", "id"), ("defect_id", "defects", "id")],
+    )
+    db["signals"].create_index(["pr_id", "round"])
+
+
+@migrations()
+def m003_leases(db: Database) -> None:
+    db["leases"].create({"pr_id": int, "owner": str, "expires_at": float}, pk="pr_id")

@@ -1,0 +1,46 @@
+"""Per-PR serialisation: two rounds of the same PR never interleave; different PRs may.
+
+Inside one process an asyncio lock per PR orders the work; across processes sharing the ledger
+file a lease row in the ledger does (it expires, so a crashed holder cannot block a PR forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from .ledger import Ledger
+
+
+class PRSerializer:
+    """``async with serializer.hold(pr_id): ...`` runs the block alone for that PR."""
+
+    def __init__(self, ledger: Ledger, *, owner: str | None = None, ttl: float = 900.0,
+                 poll: float = 0.05):
+        self.ledger = ledger
+        self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.ttl = ttl
+        self.poll = poll
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._users: dict[int, int] = {}
+
+    @asynccontextmanager
+    async def hold(self, pr_id: int) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(pr_id, asyncio.Lock())
+        self._users[pr_id] = self._users.get(pr_id, 0) + 1
+        try:
+            async with lock:
+                while not self.ledger.acquire_lease(pr_id, self.owner, self.ttl):
+                    await asyncio.sleep(self.poll)
+                try:
+                    yield
+                finally:
+                    self.ledger.release_lease(pr_id, self.owner)
+        finally:
+            self._users[pr_id] -= 1
+            if not self._users[pr_id]:  # forget idle PRs so the table does not grow forever
+                del self._users[pr_id]
+                self._locks.pop(pr_id, None)
