@@ -73,7 +73,7 @@ def main() -> None:
     for n in (10, 100, 1000):
         t = sorted(run(n, args.rounds))
         med = statistics.median(t)
-        p90 = t[min(len(t) - 1, int(round(0.9 * (len(t) - 1))))]
+        p90 = t[min(len(t) - 1, round(0.9 * (len(t) - 1)))]
         print(f"{n:>8} {med:>16.1f} {p90:>13.1f} {med / n:>10.3f}")
 
 

@@ -186,6 +186,19 @@ class FileMap:
         line = (self.map_line(before) or 0) + 1 if before >= 1 else 1
         return line, line
 
+    def hunk_lines(self) -> tuple[set[int], set[int]]:
+        """Line numbers inside the diff's hunks: (new side: added and context lines,
+        old side: removed and context lines). Review comments may only sit on these."""
+        right: set[int] = set()
+        left: set[int] = set()
+        for _, _, lines in self._hunks:
+            for ln in lines:
+                if ln.target_line_no is not None:
+                    right.add(ln.target_line_no)
+                if ln.source_line_no is not None:
+                    left.add(ln.source_line_no)
+        return right, left
+
     def added_lines(self) -> list[tuple[int, str]]:
         """(new line number, text) of every line this diff adds to the file."""
         return [

@@ -57,7 +57,7 @@ class RoundInput:
     signals: list[Signal] = field(default_factory=list)
 
     @classmethod
-    def from_diff(cls, number: int, diff_text: str, files=None, signals=None) -> "RoundInput":
+    def from_diff(cls, number: int, diff_text: str, files=None, signals=None) -> RoundInput:
         return cls(number, DiffMap(diff_text), dict(files or {}), list(signals or []))
 
 

@@ -12,22 +12,22 @@ import re
 
 from .models import Finding, Origin, SignalKind
 
-_QUOTE = re.compile(r"^>.*$", re.M)
-_FENCE = re.compile(r"```.*?```", re.S)
-_SUGGESTION = re.compile(r"```suggestion\b", re.I)
-_SUGGESTION_BLOCK = re.compile(r"```suggestion[^\n]*\n(.*?)^\s*```", re.S | re.M | re.I)
+_QUOTE = re.compile(r"^>.*$", re.MULTILINE)
+_FENCE = re.compile(r"```.*?```", re.DOTALL)
+_SUGGESTION = re.compile(r"```suggestion\b", re.IGNORECASE)
+_SUGGESTION_BLOCK = re.compile(r"```suggestion[^\n]*\n(.*?)^\s*```", re.DOTALL | re.MULTILINE | re.IGNORECASE)
 
 _PRAISE_ONLY = re.compile(
     r"^\W*(lgtm|looks good( to me)?|looking good|looks great|great( work| job)?|nice( work| job)?|thanks?( you)?"
     r"( so much| a lot)?|thank you|perfect|awesome|excellent|approved?|ship it|\+1|:\+1:|👍|🎉|"
     r"well done|good job|merging|merged|cool|ok|okay|done)\W*$",
-    re.I,
+    re.IGNORECASE,
 )
 _META = re.compile(
     r"(see (my |the )?(inline )?comments|left (a few |some )?(comments|feedback|notes)|few comments|"
     r"check ?out the requested changes|requested changes|please see comments|"
     r"additional comments|comments? below|added (some )?comments)",
-    re.I,
+    re.IGNORECASE,
 )
 _CONCERN = re.compile(
     r"(\?|\bshould\b|\bshouldn'?t\b|\bplease\b|\bneed(s|ed)?\b|\bmust\b|\bmissing\b|\binstead\b|"
@@ -35,22 +35,22 @@ _CONCERN = re.compile(
     r"\bremove\b|\badd\b|\bavoid\b|\bconsider\b|\bprefer\b|\bnit\b|\btypo\b|\bincorrect\b|"
     r"\bunnecessary\b|\bredundant\b|\bsame (comment|here|as)\b|\bstill\b|\bcan be\b|\bcan we\b|"
     r"\bleak|\bunused\b|\binstead\b|\brename\b|\bmove\b|\bbetter\b|\bnot\b|\bisn'?t\b|:-1:|👎)",
-    re.I,
+    re.IGNORECASE,
 )
 _FIXED = re.compile(
     r"(\b(fixed|done|addressed|resolved|updated|changed|applied|removed|renamed|implemented|"
     r"corrected|reverted|moved)\b|\bgood (catch|point)\b|\bwill do\b|\bmy bad\b|\bnice catch\b|"
     r"исправил|исправлено|수정했|반영했|修正|已修复|已修改)",
-    re.I,
+    re.IGNORECASE,
 )
 _STILL = re.compile(
     r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bagain\b|\bdoesn'?t\b|\bisn'?t\b|"
     r"\bnope\b|\bbut\b|\bhowever\b|\bdifferent\b|\bsame (problem|issue)\b|\bshould\b|\bplease\b)",
-    re.I,
+    re.IGNORECASE,
 )
 _ACCEPT = re.compile(
     r"^\W*(lgtm|looks good|looking good|thanks?|thank you|perfect|great|nice|👍|\+1|ok|okay|cool|awesome)\b",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -78,9 +78,7 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
         return True
     if _META.search(text) and len(text) < 200:
         return False
-    if _ACCEPT.match(text) and not _CONCERN.search(text):
-        return False
-    return True
+    return bool(_CONCERN.search(text)) or not _ACCEPT.match(text)
 
 
 def suggestion(body: str | None) -> list[str] | None:
@@ -151,6 +149,6 @@ _TYPE_CUES = [
 def guess_type(text: str) -> str:
     """A rough MCR type for a person's comment, from keywords (F.2 Logic when nothing fits)."""
     for mcr_type, pattern in _TYPE_CUES:
-        if re.search(pattern, text or "", re.I):
+        if re.search(pattern, text or "", re.IGNORECASE):
             return mcr_type
     return "F.2"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dedupe import Position, match_finding
 from .discussion import human_finding, raises_concern, reply_signal
 from .ledger import Ledger
 from .lifecycle import State
@@ -73,6 +74,15 @@ def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: 
                                 side=comment.side or "RIGHT", comment_id=None)
     else:
         finding = human_finding(comment.body, author=comment.author)
+    same = match_finding(finding, [(d, Position(d.path, d.line_start, d.line_end))
+                                   for d in ledger.defects(pr_id, include_ignored=False)],
+                         code=code if inline else None)
+    if same is not None:  # a person raising what is already tracked: the same defect
+        ledger.attach_comment(same.id, comment.id, kind=comment.kind, author=comment.author,
+                              body=comment.body, node_id=comment.node_id,
+                              in_reply_to=comment.in_reply_to)
+        return Outcome("attached", ledger.defect(pr_id, same.key),
+                       reason=f"repeats {same.key}")
     with ledger.transaction():
         defect = ledger.add_defect(
             pr_id, finding, round_number, code=code if inline else None,

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Self
 
 from sqlite_utils import Database
+from sqlite_utils.db import NotFoundError
 
 from .anchors import fingerprint as code_fingerprint
 from .lifecycle import State, carry_forward, check_transition, parse_state
@@ -25,7 +27,7 @@ from .schema import migrations
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class LedgerError(Exception):
@@ -54,7 +56,7 @@ class Ledger:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -168,7 +170,7 @@ class Ledger:
         if row is None:
             raise LedgerError(f"no round {number} on PR {pr_id}")
         started = datetime.fromisoformat(row["started_at"]) if row["started_at"] else None
-        finished = datetime.now(timezone.utc)
+        finished = datetime.now(UTC)
         update = {"status": status, "finished_at": finished.isoformat(timespec="milliseconds")}
         if started:
             update["seconds"] = round((finished - started).total_seconds(), 3)
@@ -220,14 +222,24 @@ class Ledger:
         )
         return self._defect(rows[0]) if rows else None
 
+    def next_key(self, pr_id: int, offset: int = 0) -> str:
+        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
+        count = self.db.execute("select count(*) from defects where pr_id = ?",
+                                [pr_id]).fetchone()[0]
+        return f"D{count + 1 + offset}"
+
     def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
-                   code: str | None = None, evidence: str = "", rule: str = "raised") -> Defect:
-        """Track a new finding as defect ``D<n>``, New at ``round_number``."""
+                   code: str | None = None, evidence: str = "", rule: str = "raised",
+                   key: str | None = None) -> Defect:
+        """Track a new finding as defect ``D<n>``, New at ``round_number``.
+
+        ``key`` must be the next free key when given (a plan made earlier reserved it).
+        """
         with self.transaction():
-            count = self.db.execute(
-                "select count(*) from defects where pr_id = ?", [pr_id]
-            ).fetchone()[0]
-            key = f"D{count + 1}"
+            expected = self.next_key(pr_id)
+            if key is not None and key != expected:
+                raise LedgerError(f"cannot add {key}: the next free key is {expected}")
+            key = expected
             stamp = now()
             row = {
                 "pr_id": pr_id,
@@ -314,19 +326,33 @@ class Ledger:
         return self.defect(pr_id, decision.key)
 
     def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
-                     new_findings: Iterable[tuple[Finding, str | None]] = ()) -> list[Defect]:
+                     new_findings: Iterable[tuple[Finding, str | None]] = (),
+                     keys: Iterable[str | None] | None = None) -> list[Defect]:
         """Store a whole round at once: every decision, then every new defect; all or nothing.
 
-        ``new_findings`` pairs each finding with the code it is anchored to (or None).
-        Returns the defects created.
+        ``new_findings`` pairs each finding with the code it is anchored to (or None);
+        ``keys`` are the keys a plan reserved for them. Returns the defects created.
         """
         created = []
+        new_findings = list(new_findings)
+        keys = list(keys) if keys is not None else [None] * len(new_findings)
         with self.transaction():
             for decision in decisions:
                 self.record_decision(pr_id, round_number, decision)
-            for finding, code in new_findings:
-                created.append(self.add_defect(pr_id, finding, round_number, code=code))
+            for (finding, code), key in zip(new_findings, keys):
+                created.append(self.add_defect(pr_id, finding, round_number, code=code,
+                                               key=key))
         return created
+
+    def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
+        """Keep a round's computed plan until the round completes (see ``finish_round``)."""
+        with self.transaction():
+            self.db.execute("update rounds set plan = ? where pr_id = ? and number = ?",
+                            [json.dumps(plan), pr_id, number])
+
+    def plan(self, pr_id: int, number: int) -> dict | None:
+        row = self.round(pr_id, number)
+        return json.loads(row["plan"]) if row and row.get("plan") else None
 
     def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:
         """Stop reporting a defect (``/roundwise ignore``); its history stays."""
@@ -482,7 +508,7 @@ class Ledger:
     def _get(self, table: str, pk) -> dict | None:
         try:
             return self.db[table].get(pk)
-        except Exception:  # sqlite_utils.db.NotFoundError
+        except NotFoundError:
             return None
 
     def _defect(self, row: dict) -> Defect:
@@ -516,6 +542,3 @@ class Ledger:
                 ],
             }
 
-
-def to_json(obj) -> str:
-    return json.dumps(obj, indent=2, default=str)

@@ -19,7 +19,7 @@ _GENERATED = re.compile(
     r"Cargo\.lock|go\.sum|composer\.lock|Gemfile\.lock)$|(^|/)(vendor|node_modules|dist|build|"
     r"third_party|generated)/|\.designer\.cs$|\.g\.cs$|_pb2\.py$|\.pb\.go$)"
 )
-_DOCS = re.compile(r"(\.(md|rst|txt|adoc)$|(^|/)(docs?|changelog|changes)/)", re.I)
+_DOCS = re.compile(r"(\.(md|rst|txt|adoc)$|(^|/)(docs?|changelog|changes)/)", re.IGNORECASE)
 
 
 def is_test_path(path: str) -> bool:

@@ -166,3 +166,10 @@ def m002_signals(db: Database) -> None:
 @migrations()
 def m003_leases(db: Database) -> None:
     db["leases"].create({"pr_id": int, "owner": str, "expires_at": float}, pk="pr_id")
+
+
+@migrations()
+def m004_round_plans(db: Database) -> None:
+    # A round's decisions and new findings, kept until the round completes: a crashed round
+    # resumes from its plan, and nothing is resolved in the ledger before the round is done.
+    db["rounds"].add_column("plan", str)

@@ -1,0 +1,38 @@
+"""``/roundwise`` commands in PR comments: parsing only; the server carries them out."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_COMMAND = re.compile(r"^\s*/roundwise\b[ \t]*(.*)$", re.MULTILINE | re.IGNORECASE)
+_KEY = re.compile(r"^D\d+$", re.IGNORECASE)
+NEEDS_WRITE = {"resolve", "ignore"}
+
+
+@dataclass
+class Command:
+    name: str  # review, status, resolve, ignore, help, or unknown
+    key: str | None = None
+    raw: str = ""
+    error: str | None = None
+
+
+def parse_command(body: str | None) -> Command | None:
+    """The first ``/roundwise ...`` line of a comment, or None when there is none."""
+    match = _COMMAND.search(body or "")
+    if match is None:
+        return None
+    words = match.group(1).split()
+    raw = match.group(0).strip()
+    if not words:
+        return Command("help", raw=raw)
+    name = words[0].lower()
+    if name in ("review", "status", "help"):
+        return Command(name, raw=raw)
+    if name in NEEDS_WRITE:
+        if len(words) < 2 or not _KEY.match(words[1]):
+            return Command(name, raw=raw, error=f"`/roundwise {name}` needs a defect id, "
+                                                 f"e.g. `/roundwise {name} D3`")
+        return Command(name, key=words[1].upper(), raw=raw)
+    return Command("unknown", raw=raw, error=f"unknown command `{name[:40]}`")

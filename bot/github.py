@@ -1,0 +1,382 @@
+"""The bot's GitHub client: App authentication, installation tokens, REST and GraphQL with retries.
+
+``GitHubApp`` holds the App's identity: it signs RS256 JWTs with pyjwt (``iat`` 60 s in the
+past, ``exp`` nine minutes ahead, so host clock drift cannot push it past GitHub's ten-minute
+limit) and trades them for installation tokens through gidgethub, cached until shortly before
+their ``expires_at``. ``app.repo(installation_id, "owner/name")`` gives a ``RepoClient`` with the
+calls the bot makes, every one retried with backoff on 5xx, secondary rate limits, 429 and
+exhausted primary limits. Tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import aiohttp
+import gidgethub
+import jwt
+from gidgethub.aiohttp import GitHubAPI
+
+from . import metrics
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "roundwise"
+TOKEN_MARGIN = 300.0  # refresh an installation token this many seconds before it expires
+DIFF = "application/vnd.github.diff"
+RAW = "application/vnd.github.raw"
+
+THREADS_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $cursor) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id isResolved isOutdated path line
+          comments(first: 100) { nodes { id databaseId fullDatabaseId body author { login } } }
+        }
+      }
+    }
+  }
+}
+"""
+RESOLVE_MUTATION = """
+mutation($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }
+"""
+
+
+class GitHubError(Exception):
+    """A GitHub API call that failed for good (after retries), with what was asked."""
+
+    def __init__(self, message: str, *, status: int | None = None, method: str = "",
+                 url: str = "", errors: Any = None, retryable: bool = False):
+        super().__init__(f"{method} {url}: {message}" if method else message)
+        self.status = status
+        self.method = method
+        self.url = url
+        self.errors = errors
+        self.retryable = retryable
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 5
+    backoff: float = 1.0  # first wait; doubles every attempt, with jitter
+    max_wait: float = 120.0  # never sleep longer than this for one retry
+    secondary_wait: float = 60.0  # GitHub's advice when a secondary limit gives no hint
+
+
+def graphql_endpoint(api_url: str) -> str:
+    """GraphQL lives at /graphql on api.github.com and at /api/graphql on GitHub Enterprise."""
+    api_url = api_url.rstrip("/")
+    if api_url.endswith("/api/v3"):
+        return api_url[: -len("/v3")] + "/graphql"
+    return api_url + "/graphql"
+
+
+class GitHubApp:
+    """A GitHub App identity talking to one GitHub API (public, Enterprise, or the fake)."""
+
+    def __init__(self, session: aiohttp.ClientSession, app_id: str | int, private_key: str,
+                 api_url: str = "https://api.github.com", *, retry: RetryPolicy | None = None,
+                 clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep):
+        self.session = session
+        self.app_id = str(app_id)
+        self._private_key = private_key
+        self.api_url = api_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self.clock = clock
+        self.sleep = sleep
+        self._tokens: dict[int, tuple[str, float]] = {}
+        self._token_locks: dict[int, asyncio.Lock] = {}
+
+    def __repr__(self) -> str:  # never show the key
+        return f"GitHubApp(app_id={self.app_id}, api_url={self.api_url})"
+
+    def jwt(self) -> str:
+        """An App JWT: RS256, ``iss`` the App id, valid from 60 s ago for 10 minutes."""
+        now = int(self.clock())
+        payload = {"iat": now - 60, "exp": now + 540, "iss": self.app_id}
+        return jwt.encode(payload, self._private_key, algorithm="RS256")
+
+    def _api(self, token: str | None = None) -> GitHubAPI:
+        return GitHubAPI(self.session, USER_AGENT, oauth_token=token, base_url=self.api_url)
+
+    async def installation_token(self, installation_id: int) -> str:
+        """A cached installation token, fetched again shortly before it expires."""
+        cached = self._tokens.get(installation_id)
+        if cached and cached[1] - TOKEN_MARGIN > self.clock():
+            return cached[0]
+        lock = self._token_locks.setdefault(installation_id, asyncio.Lock())
+        async with lock:
+            cached = self._tokens.get(installation_id)
+            if cached and cached[1] - TOKEN_MARGIN > self.clock():
+                return cached[0]
+            data = await self._with_retries(
+                "POST", f"/app/installations/{installation_id}/access_tokens",
+                lambda: self._api().post(
+                    f"/app/installations/{installation_id}/access_tokens", data=b"",
+                    jwt=self.jwt(),
+                ),
+            )
+            token = data["token"]
+            expires = _parse_time(data.get("expires_at")) or self.clock() + 3600
+            self._tokens[installation_id] = (token, expires)
+            return token
+
+    def forget_token(self, installation_id: int) -> None:
+        self._tokens.pop(installation_id, None)
+
+    def repo(self, installation_id: int, full_name: str) -> RepoClient:
+        return RepoClient(self, installation_id, full_name)
+
+    async def _with_retries(self, method: str, url: str, call: Callable[[], Awaitable[Any]],
+                            *, installation_id: int | None = None) -> Any:
+        """Run one API call, retrying what GitHub says may be retried."""
+        policy = self.retry
+        for attempt in range(1, policy.attempts + 1):
+            try:
+                result = await call()
+                metrics.GITHUB_CALLS.labels(method=method, outcome="ok").inc()
+                return result
+            except Exception as exc:  # classified below; anything unknown is re-raised
+                wait, error = self._classify(exc, method, url, attempt)
+                metrics.GITHUB_CALLS.labels(method=method, outcome=_outcome(error)).inc()
+                if error.status == 401 and installation_id is not None and attempt == 1:
+                    self.forget_token(installation_id)
+                    wait = 0.0
+                elif wait is None or attempt == policy.attempts:
+                    level = logging.INFO if error.status == 404 else logging.WARNING
+                    log.log(level, "GitHub call failed: %s", error)
+                    raise error from exc
+                log.info("GitHub call %s %s failed (%s); retry %d in %.1fs", method, url,
+                         error.status or type(exc).__name__, attempt, wait)
+                await self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _classify(self, exc: Exception, method: str, url: str,
+                  attempt: int) -> tuple[float | None, GitHubError]:
+        """(seconds to wait before retrying or None, the error to raise if not retrying)."""
+        policy = self.retry
+        backoff = min(policy.backoff * 2 ** (attempt - 1), policy.max_wait)
+        backoff *= 1 + random.random() * 0.1
+        if isinstance(exc, TypeError):
+            # gidgethub < 6 chokes on a 422 whose errors are plain strings (create-review).
+            return None, GitHubError(f"unprocessable: {exc}", status=422, method=method, url=url)
+        if isinstance(exc, gidgethub.GitHubBroken):
+            return backoff, GitHubError("GitHub is having trouble", status=_status(exc),
+                                        method=method, url=url, retryable=True)
+        if isinstance(exc, gidgethub.HTTPException):
+            status = _status(exc)
+            headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+            errors = getattr(exc, "errors", None)
+            message = str(exc) or f"HTTP {status}"
+            if status in (403, 429):
+                wait = self._rate_limit_wait(headers, backoff, status)
+                if wait is not None:
+                    if wait > policy.max_wait:
+                        return None, GitHubError(f"rate limited for {wait:.0f}s", status=status,
+                                                 method=method, url=url, retryable=True)
+                    return wait, GitHubError("rate limited", status=status, method=method,
+                                             url=url, retryable=True)
+            return None, GitHubError(message, status=status, method=method, url=url,
+                                     errors=errors)
+        if isinstance(exc, gidgethub.GraphQLException):
+            return None, GitHubError(f"GraphQL error: {exc}", method=method, url=url,
+                                     errors=getattr(exc, "response", None))
+        if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError)):
+            return backoff, GitHubError(f"connection problem: {exc!r}", method=method, url=url,
+                                        retryable=True)
+        raise exc
+
+    def _rate_limit_wait(self, headers: dict, backoff: float, status: int) -> float | None:
+        if "retry-after" in headers:
+            try:
+                return max(float(headers["retry-after"]), 0.0)
+            except ValueError:
+                return self.retry.secondary_wait
+        if headers.get("x-ratelimit-remaining") == "0":
+            try:
+                return max(float(headers["x-ratelimit-reset"]) - self.clock(), 0.0) + 1.0
+            except (KeyError, ValueError):
+                return self.retry.secondary_wait
+        if status == 429:
+            return max(backoff, self.retry.secondary_wait)
+        return None  # a plain permission 403
+
+
+def _status(exc: Exception) -> int | None:
+    code = getattr(exc, "status_code", None)
+    return int(code) if code is not None else None
+
+
+def _outcome(error: GitHubError) -> str:
+    if error.retryable:
+        return "retryable_error"
+    return f"http_{error.status}" if error.status else "error"
+
+
+def _parse_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+class RepoClient:
+    """The calls the bot makes inside one repository, as one installation."""
+
+    def __init__(self, app: GitHubApp, installation_id: int, full_name: str):
+        self.app = app
+        self.installation_id = installation_id
+        self.full_name = full_name
+        self.owner, _, self.name = full_name.partition("/")
+
+    async def _call(self, method: str, url: str, **kwargs) -> Any:
+        async def run():
+            token = await self.app.installation_token(self.installation_id)
+            api = self.app._api(token)
+            if method == "GET":
+                return await api.getitem(url, **kwargs)
+            if method == "POST":
+                return await api.post(url, **kwargs)
+            if method == "PATCH":
+                return await api.patch(url, **kwargs)
+            raise ValueError(method)
+
+        return await self.app._with_retries(method, url, run,
+                                            installation_id=self.installation_id)
+
+    async def _pages(self, url: str) -> list[Any]:
+        async def run():
+            token = await self.app.installation_token(self.installation_id)
+            return [item async for item in self.app._api(token).getiter(url)]
+
+        return await self.app._with_retries("GET", url, run,
+                                            installation_id=self.installation_id)
+
+    def _url(self, rest: str) -> str:
+        return f"/repos/{self.full_name}{rest}"
+
+    async def pull(self, number: int) -> dict:
+        return await self._call("GET", self._url(f"/pulls/{number}"))
+
+    async def pull_diff(self, number: int) -> str:
+        """The whole PR diff; rebuilt from the files list when GitHub says it is too large."""
+        try:
+            return await self._call("GET", self._url(f"/pulls/{number}"), accept=DIFF)
+        except GitHubError as exc:
+            if exc.status != 406:
+                raise
+        files = await self._pages(self._url(f"/pulls/{number}/files?per_page=100"))
+        return files_to_diff(files)
+
+    async def compare_diff(self, base: str, head: str) -> str:
+        return await self._call("GET", self._url(f"/compare/{base}...{head}"), accept=DIFF)
+
+    async def file_text(self, path: str, ref: str | None = None) -> str | None:
+        """A file's text at ``ref`` (default branch when None); None when it does not exist."""
+        url = self._url(f"/contents/{path}") + (f"?ref={ref}" if ref else "")
+        try:
+            data = await self._call("GET", url)
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if not isinstance(data, dict) or data.get("type") != "file":
+            return None
+        if data.get("encoding") == "base64" and data.get("content") is not None:
+            raw = base64.b64decode("".join(data["content"].split()))
+        else:  # over 1 MB: ask for the raw bytes
+            raw = (await self._call("GET", url, accept=RAW) or "").encode()
+        return raw.decode("utf-8", errors="replace")
+
+    async def review_comments(self, number: int) -> list[dict]:
+        return await self._pages(self._url(f"/pulls/{number}/comments?per_page=100"))
+
+    async def create_review(self, number: int, commit_id: str, body: str,
+                            comments: list[dict], event: str = "COMMENT") -> dict:
+        data = {"commit_id": commit_id, "body": body, "event": event, "comments": comments}
+        return await self._call("POST", self._url(f"/pulls/{number}/reviews"), data=data)
+
+    async def reply(self, number: int, comment_id: int, body: str) -> dict:
+        return await self._call("POST", self._url(f"/pulls/{number}/comments/{comment_id}/replies"),
+                                data={"body": body})
+
+    async def issue_comments(self, number: int) -> list[dict]:
+        return await self._pages(self._url(f"/issues/{number}/comments?per_page=100"))
+
+    async def create_issue_comment(self, number: int, body: str) -> dict:
+        return await self._call("POST", self._url(f"/issues/{number}/comments"),
+                                data={"body": body})
+
+    async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
+        return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),
+                                data={"body": body})
+
+    async def permission(self, user: str) -> str:
+        """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""
+        try:
+            data = await self._call("GET", self._url(f"/collaborators/{user}/permission"))
+        except GitHubError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        return data.get("permission") or "none"
+
+    async def graphql(self, query: str, **variables) -> dict:
+        async def run():
+            token = await self.app.installation_token(self.installation_id)
+            return await self.app._api(token).graphql(
+                query, endpoint=graphql_endpoint(self.app.api_url), **variables
+            )
+
+        return await self.app._with_retries("POST", "/graphql", run,
+                                            installation_id=self.installation_id)
+
+    async def review_threads(self, number: int) -> list[dict]:
+        """Every review thread of the PR with its comments (GraphQL, all pages)."""
+        threads, cursor = [], None
+        while True:
+            data = await self.graphql(THREADS_QUERY, owner=self.owner, name=self.name,
+                                      number=number, cursor=cursor)
+            conn = data["repository"]["pullRequest"]["reviewThreads"]
+            threads.extend(conn["nodes"])
+            if not conn["pageInfo"]["hasNextPage"]:
+                return threads
+            cursor = conn["pageInfo"]["endCursor"]
+
+    async def resolve_thread(self, thread_id: str) -> None:
+        await self.graphql(RESOLVE_MUTATION, id=thread_id)
+
+
+def files_to_diff(files: list[dict]) -> str:
+    """A unified diff rebuilt from the pull-request files list (for PRs too large to diff)."""
+    parts = []
+    for f in files:
+        new, old = f["filename"], f.get("previous_filename") or f["filename"]
+        parts.append(f"diff --git a/{old} b/{new}\n")
+        status = f.get("status")
+        if status == "renamed" and old != new:
+            parts.append(f"rename from {old}\nrename to {new}\n")
+        if f.get("patch") is None:
+            if status != "renamed":
+                parts.append(f"Binary files a/{old} and b/{new} differ\n")
+            continue
+        parts.append("--- " + ("/dev/null" if status == "added" else f"a/{old}") + "\n")
+        parts.append("+++ " + ("/dev/null" if status == "removed" else f"b/{new}") + "\n")
+        patch = f["patch"]
+        parts.append(patch if patch.endswith("\n") else patch + "\n")
+    return "".join(parts)

@@ -1,0 +1,180 @@
+"""What each kind of job does: rounds, people's comments, thread actions, commands, closing.
+
+``Handlers.handle(job)`` is the worker pool's handler. Round jobs go to ``RoundRunner``;
+comments, replies and thread resolutions go into the ledger through ``tracker.intake``;
+``/roundwise`` commands are checked (write access for resolve/ignore, through the API) and
+carried out. Every action stays inside the repository and pull request the job came from.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tracker.intake import Comment, take_comment, take_thread
+from tracker.ledger import Ledger, LedgerError
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Decision
+
+from . import render
+from .commands import NEEDS_WRITE, parse_command
+from .github import GitHubApp, GitHubError
+from .jobs import Job, JobQueue, RetryLater
+from .rounds import RoundRunner, post_summary
+
+log = logging.getLogger(__name__)
+
+WRITE = {"admin", "write", "maintain"}
+
+
+def code_from_hunk(diff_hunk: str | None, count: int, side: str = "RIGHT") -> str | None:
+    """The last ``count`` lines a review comment sits on, from the hunk GitHub sends with it."""
+    if not diff_hunk:
+        return None
+    keep = ("+", " ") if side != "LEFT" else ("-", " ")
+    lines = [ln[1:] for ln in diff_hunk.splitlines()[1:] if ln[:1] in keep]
+    return "\n".join(lines[-max(count, 1):]) or None
+
+
+def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment:
+    user = data.get("user") or {}
+    return Comment(
+        id=int(data["id"]), kind=kind, author=user.get("login"), body=data.get("body") or "",
+        path=data.get("path") if kind == "review_comment" else None,
+        line=data.get("line") if kind == "review_comment" else None,
+        start_line=data.get("start_line") if kind == "review_comment" else None,
+        side=data.get("side") or "RIGHT", in_reply_to=data.get("in_reply_to_id"),
+        by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
+    )
+
+
+class Handlers:
+    def __init__(self, ledger: Ledger, queue: JobQueue, app: GitHubApp, rounds: RoundRunner,
+                 *, bot_logins: set[str]):
+        self.ledger = ledger
+        self.queue = queue
+        self.app = app
+        self.rounds = rounds
+        self.bot_logins = bot_logins
+
+    async def handle(self, job: Job) -> None:
+        handler = getattr(self, f"on_{job.kind}", None)
+        if handler is None:
+            raise ValueError(f"unknown job kind {job.kind!r}")
+        try:
+            outcome = await handler(job)
+        except GitHubError as exc:
+            if exc.retryable:
+                raise RetryLater(str(exc)) from exc
+            raise
+        log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
+        if job.delivery_id:
+            self.ledger.mark_processed(job.delivery_id, str(outcome or "ok")[:200])
+
+    async def on_round(self, job: Job) -> str:
+        return await self.rounds.run(job)
+
+    def _pr_id(self, job: Job, author: str | None = None) -> int:
+        return self.ledger.pull_request(job.repo, job.number, installation_id=job.installation_id,
+                                        author=author)["id"]
+
+    async def on_comment(self, job: Job) -> str:
+        data, kind, action = job.payload["comment"], job.payload["kind"], job.payload["action"]
+        pr_id = self._pr_id(job, job.payload.get("pr_author"))
+        pr = self.ledger.find_pull_request(job.repo, job.number)
+        comment = comment_from_payload(data, kind, self.bot_logins)
+        if action == "deleted":
+            defect = self.ledger.defect_by_comment(pr_id, comment.id)
+            root = defect and self.ledger.thread_root(pr_id, defect.key)
+            if defect and defect.origin.value == "human" and (root is None or root["id"] ==
+                                                              comment.id):
+                self.ledger.set_ignored(pr_id, defect.key, f"deletion of comment {comment.id}",
+                                        self.ledger.current_round(pr_id))
+                return f"{defect.key} ignored: its comment was deleted"
+            return "nothing to do"
+        count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
+            else 1
+        code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
+        outcome = take_comment(self.ledger, pr_id, comment, pr_author=pr["author"], code=code)
+        return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
+
+    async def on_thread(self, job: Job) -> str:
+        pr_id = self._pr_id(job)
+        outcome = take_thread(self.ledger, pr_id, resolved=job.payload["action"] == "resolved",
+                              by=job.payload.get("by"), node_id=job.payload.get("node_id"),
+                              comment_ids=[c for c in job.payload.get("comment_ids") or [] if c])
+        return f"{outcome.action} {outcome.defect.key if outcome.defect else outcome.reason}"
+
+    async def on_closed(self, job: Job) -> str:
+        pr_id = self._pr_id(job)
+        status = "merged" if job.payload.get("merged") else "closed"
+        self.ledger.update_pull_request(pr_id, status=status)
+        return f"pull request {status}; final states kept"
+
+    async def on_installation(self, job: Job) -> str:
+        inst = job.payload["installation"]
+        action = job.payload.get("action")
+        account = (inst.get("account") or {}).get("login")
+        if job.payload.get("event") == "installation" and action == "deleted":
+            self.ledger.remove_installation(inst["id"])
+        else:
+            self.ledger.upsert_installation(inst["id"], account, suspended=action == "suspend")
+        return f"installation {inst['id']} {action}"
+
+    async def on_command(self, job: Job) -> str:
+        data = job.payload["comment"]
+        command = parse_command(data.get("body"))
+        user = (data.get("user") or {}).get("login")
+        gh = self.app.repo(job.installation_id, job.repo)
+        pr_id = self._pr_id(job, job.payload.get("pr_author"))
+        if command is None:
+            return "no command"
+        if command.error or command.name == "unknown":
+            await gh.create_issue_comment(job.number, f"@{user} {command.error}.\n\n{render.HELP}")
+            return command.error or "unknown"
+        if command.name == "help":
+            await gh.create_issue_comment(job.number, render.HELP)
+            return "help"
+        if command.name == "review":
+            self.queue.enqueue("round", repo=job.repo, number=job.number,
+                               installation_id=job.installation_id, payload={"force": True},
+                               delivery_id=f"{job.delivery_id}:review")
+            return "review queued"
+        if command.name == "status":
+            rows = [{"key": d.key, "state": str(d.state) + (" (ignored)" if d.ignored else ""),
+                     "location": d.location(), "description": d.description}
+                    for d in self.ledger.defects(pr_id)]
+            await gh.create_issue_comment(job.number, render.status_table(rows))
+            return "status posted"
+        if command.name in NEEDS_WRITE:
+            permission = await gh.permission(user)
+            if permission not in WRITE:
+                await gh.create_issue_comment(
+                    job.number, f"@{user} only people with write access can "
+                                f"`/roundwise {command.name}`.")
+                return f"refused: {user} has {permission} access"
+            return await self._resolve_or_ignore(gh, job, pr_id, command.name, command.key, user)
+        return "nothing to do"
+
+    async def _resolve_or_ignore(self, gh, job: Job, pr_id: int, name: str, key: str,
+                                 user: str) -> str:
+        try:
+            defect = self.ledger.defect(pr_id, key)
+        except LedgerError as exc:
+            await gh.create_issue_comment(job.number, f"@{user} {exc}.")
+            return str(exc)
+        number = self.ledger.current_round(pr_id)
+        if name == "ignore":
+            self.ledger.set_ignored(pr_id, key, user, number)
+        elif defect.state is not State.RESOLVED:
+            self.ledger.record_decision(pr_id, number, Decision(
+                key, State.RESOLVED, "command_resolve", f"{user} ran /roundwise resolve",
+                decided_by=DecidedBy.HUMAN))
+        root = self.ledger.thread_root(pr_id, key)
+        if root is not None:
+            await gh.reply(job.number, root["id"], f"{key} marked {name}d by @{user}.\n"
+                           f"{render.marker(name, key, number)}")
+        pr = self.ledger.find_pull_request(job.repo, job.number)
+        head = pr["last_reviewed_sha"] or pr["head_sha"] or ""
+        await post_summary(gh, job.number, self.rounds.summary_body(pr_id, number, head, None),
+                           self.bot_logins)
+        return f"{key} {name}d by {user}"

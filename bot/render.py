@@ -1,0 +1,118 @@
+"""What the bot writes on a pull request: inline comments, thread replies and the summary.
+
+Every body carries a hidden marker (``<!-- roundwise:... -->``) naming what it is, the defect
+and the round, so a job that runs again after a crash can see what it already posted, and the
+sticky summary can be found and edited in place. PR text quoted back is escaped so it cannot
+close our markers or inject markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tracker.models import MCR_TYPES, Decision, Defect, Finding
+
+SUMMARY_MARKER = "<!-- roundwise:summary -->"
+_MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
+
+
+def marker(kind: str, key: str, round_number: int) -> str:
+    return f"<!-- roundwise:{kind}:{key}:r{round_number} -->"
+
+
+def read_marker(body: str | None) -> tuple[str, str, int] | None:
+    """(kind, defect key, round) from a body the bot wrote, or None."""
+    match = _MARKER.search(body or "")
+    return (match.group(1), match.group(2), int(match.group(3))) if match else None
+
+
+def _clean(text: str, limit: int = 1500) -> str:
+    text = (text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;").strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _kind(type_id: str | None) -> str:
+    return f"{type_id} {MCR_TYPES.get(type_id or '', '')}".strip()
+
+
+def inline_comment(key: str, finding: Finding, round_number: int) -> str:
+    """The body of a new defect's inline review comment."""
+    source = f" · `{finding.rule}`" if finding.rule else ""
+    return (
+        f"**{key}** · {finding.severity} · {_kind(finding.type)}{source}\n\n"
+        f"{_clean(finding.description)}\n\n"
+        f"<sub>roundwise tracks this as {key}; it will check your next push. Reply here if "
+        f"you disagree.</sub>\n{marker('new', key, round_number)}"
+    )
+
+
+def state_reply(defect: Defect, decision: Decision, round_number: int) -> str:
+    """A reply in a tracked defect's thread when its state changed this round."""
+    head = {
+        "Resolved": f"✅ **{defect.key} looks resolved** in round {round_number}.",
+        "Open": f"⏳ **{defect.key} is still open** in round {round_number}.",
+        "Reopened": f"🔁 **{defect.key} is back** in round {round_number}.",
+    }.get(str(decision.state), f"**{defect.key}**: {decision.state}")
+    who = {"rule": "checked from the code", "llm": "verified against the code",
+           "human": "a person's action"}[str(decision.decided_by)]
+    return (f"{head}\n\nEvidence ({who}): {_clean(decision.evidence, 800)}\n"
+            f"{marker('state', defect.key, round_number)}")
+
+
+def summary(rows: list[dict], round_number: int, head_sha: str, changes: list[str],
+            notes: list[str] = ()) -> str:
+    """The sticky summary comment: every defect, its state, and what changed this round.
+
+    ``rows`` are dicts with key, state, severity, type, location, raised, last_change, origin,
+    description, ignored.
+    """
+    counts: dict[str, int] = {}
+    for row in rows:
+        if not row.get("ignored"):
+            counts[row["state"]] = counts.get(row["state"], 0) + 1
+    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no defects"
+    lines = [
+        SUMMARY_MARKER,
+        f"### roundwise · round {round_number} · `{head_sha[:7]}`",
+        "",
+        f"{tally}.",
+        "",
+    ]
+    if changes:
+        lines += ["**This round**", ""] + [f"- {_clean(c, 300)}" for c in changes] + [""]
+    if rows:
+        lines += [
+            "| id | state | severity | type | where | raised | last change | by |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in rows:
+            state = row["state"] + (" (ignored)" if row.get("ignored") else "")
+            where = _clean(row["location"], 120).replace("|", "\\|")
+            lines.append(
+                f"| {row['key']} | {state} | {row['severity']} | {row['type']} | `{where}` | "
+                f"R{row['raised']} | R{row['last_change']} | {row['origin']} |"
+            )
+        lines.append("")
+    lines += list(notes)
+    lines.append("<sub>Commands: `/roundwise review`, `/roundwise status`, "
+                 "`/roundwise resolve D3`, `/roundwise ignore D3`, `/roundwise help`.</sub>")
+    return "\n".join(lines)
+
+
+HELP = """**roundwise commands** (in a comment on the pull request):
+
+- `/roundwise review`: review the latest push now
+- `/roundwise status`: post the ledger of every tracked defect
+- `/roundwise resolve D3`: mark D3 resolved (needs write access)
+- `/roundwise ignore D3`: stop reporting D3 (needs write access)
+- `/roundwise help`: this message"""
+
+
+def status_table(rows: list[dict]) -> str:
+    if not rows:
+        return "roundwise tracks no defects on this pull request yet."
+    out = ["| id | state | where | description |", "|---|---|---|---|"]
+    for row in rows:
+        desc = _clean(row["description"], 140).replace("\n", " ").replace("|", "\\|")
+        out.append(f"| {row['key']} | {row['state']} | `{row['location']}` | {desc} |")
+    return "\n".join(out)

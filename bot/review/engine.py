@@ -1,0 +1,276 @@
+"""The review engine: one round of one PR in, new findings and a decision per tracked defect out.
+
+``Engine.review(context)`` runs the tracker's deterministic decisions, every detector (the
+offline static reviewer, and the LLM when one is configured), drops findings that could not be
+posted (outside the diff, outside the PR, ignored paths), folds findings that repeat a tracked
+defect into that defect instead of raising it again, lets a verifier confirm or overturn the
+tracker's candidates, and applies the repository's limits (minimum severity, maximum comments).
+
+The server posts from the result, the ledger stores it, the bench scores it. Detectors and
+verifiers are small protocols, so the LLM path (``bot.review.llm``) and the offline path
+(``bot.review.offline``) plug in the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tracker.anchors import DiffMap, excerpt
+from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
+from tracker.dedupe import Position, match_finding, same_defect
+from tracker.lifecycle import State
+from tracker.models import Decision, Defect, Finding, Signal, severity_rank
+
+from .offline import review_offline
+
+
+@dataclass
+class Settings:
+    """Per-repository review settings (``.github/roundwise.yml`` on the default branch)."""
+
+    ignore_paths: list[str] = field(default_factory=list)
+    review_drafts: bool = False
+    max_comments: int = 20
+    min_severity: str = "Minor"
+    static_checks: bool = True
+
+
+@dataclass
+class RoundContext:
+    """Everything the engine may look at for one round. All PR text is untrusted data."""
+
+    repo: str
+    number: int
+    round: int
+    head_sha: str
+    base_sha: str | None
+    pr_diff: str  # base..head, the whole PR
+    round_diff: str  # previously reviewed head..head (the whole PR on the first round)
+    files: dict[str, str | None]  # head text of every changed file and of tracked files
+    title: str = ""
+    body: str = ""
+    linked_issues: list[dict] = field(default_factory=list)
+    tracked: list[Defect] = field(default_factory=list)
+    discussion: list[dict] = field(default_factory=list)  # people's comments since last round
+    signals: list[Signal] = field(default_factory=list)
+    settings: Settings = field(default_factory=Settings)
+    previous_head: str | None = None
+
+    def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
+        if not path or start is None:
+            return None
+        lines = excerpt(self.files.get(path), start, end or start)
+        return "\n".join(lines) if lines else None
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+        self.calls += other.calls
+
+
+@dataclass
+class Detection:
+    """What one detector found."""
+
+    findings: list[Finding]
+    usage: Usage = field(default_factory=Usage)
+    dropped: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class RoundResult:
+    findings: list[Finding]  # new defects to raise this round
+    decisions: list[Decision]  # one per tracked (not ignored) defect
+    repeated: dict[str, Finding] = field(default_factory=dict)  # tracked key -> repeat
+    dropped: Counter = field(default_factory=Counter)
+    usage: Usage = field(default_factory=Usage)
+
+    def code_for(self, ctx: RoundContext, finding: Finding) -> str | None:
+        return ctx.code_at(finding.path, finding.line_start, finding.line_end)
+
+
+class Detector(Protocol):
+    name: str
+
+    async def detect(self, ctx: RoundContext) -> Detection: ...
+
+
+class Verifier(Protocol):
+    async def verify(self, ctx: RoundContext,
+                     candidates: list[tuple[Defect, Decision]]) -> tuple[list[Verdict], Usage]: ...
+
+
+class OfflineDetector:
+    """The static reviewer: ruff and per-language rules on the lines the PR adds."""
+
+    name = "offline"
+
+    async def detect(self, ctx: RoundContext) -> Detection:
+        findings = await asyncio.to_thread(
+            review_offline, ctx.pr_diff, ctx.files, ignore_paths=ctx.settings.ignore_paths
+        )
+        return Detection(findings)
+
+
+class DiffLines:
+    """Which lines of which files a review comment may sit on (inside the PR diff's hunks)."""
+
+    def __init__(self, pr_diff: str):
+        self.right: dict[str, set[int]] = {}
+        self.left: dict[str, set[int]] = {}
+        for path, fm in DiffMap(pr_diff).new_files.items():
+            self.right[path], self.left[path] = fm.hunk_lines()
+
+    def paths(self) -> set[str]:
+        return set(self.right)
+
+    def valid(self, finding: Finding) -> str | None:
+        """None when the finding can be posted where it is, else the reason it cannot."""
+        if finding.path is None:
+            return None  # a remark on the whole PR goes into the summary
+        if finding.path not in self.right:
+            return "outside_pr"
+        if finding.line_start is None:
+            return None
+        lines = self.left[finding.path] if finding.side == "LEFT" else self.right[finding.path]
+        if finding.line_end not in lines or finding.line_start not in lines:
+            return "outside_diff"
+        return None
+
+
+class Engine:
+    """Review rounds with the given detectors and optional verifier."""
+
+    def __init__(self, detectors: list[Detector], verifier: Verifier | None = None):
+        self.detectors = detectors
+        self.verifier = verifier
+
+    async def review(self, ctx: RoundContext) -> RoundResult:
+        rnd = RoundInput(ctx.round, DiffMap(ctx.round_diff), ctx.files, ctx.signals)
+        decisions = decide_round(ctx.tracked, rnd)
+        result = RoundResult(findings=[], decisions=decisions)
+        detections = await asyncio.gather(*(d.detect(ctx) for d in self._detectors(ctx)))
+        raw: list[Finding] = []
+        for detection in detections:
+            raw.extend(detection.findings)
+            result.usage.add(detection.usage)
+            result.dropped.update(detection.dropped)
+        postable = DiffLines(ctx.pr_diff)
+        tracked = self._positions(ctx, decisions)
+        for finding in raw:
+            reason = postable.valid(finding) or self._ignored(ctx, finding)
+            if reason:
+                result.dropped[reason] += 1
+                continue
+            code = ctx.code_at(finding.path, finding.line_start, finding.line_end)
+            repeat = match_finding(finding, tracked, code)
+            if repeat is not None:
+                result.repeated.setdefault(repeat.key, finding)
+                continue
+            if any(same_defect(finding, _as_defect(f), _position(f)) for f in result.findings):
+                result.dropped["duplicate"] += 1
+                continue
+            result.findings.append(finding)
+        self._still_detected(ctx, result)
+        await self._verify(ctx, result)
+        self._limit(ctx, result)
+        return result
+
+    def _detectors(self, ctx: RoundContext) -> list[Detector]:
+        return [d for d in self.detectors
+                if ctx.settings.static_checks or not isinstance(d, OfflineDetector)]
+
+    @staticmethod
+    def _positions(ctx: RoundContext, decisions: list[Decision]) -> list[tuple[Defect, Position]]:
+        by_key = {d.key: d for d in decisions}
+        out = []
+        for defect in ctx.tracked:
+            decision = by_key.get(defect.key)
+            if decision is None:
+                continue  # ignored
+            out.append((defect, Position(decision.path or defect.path,
+                                         decision.line_start or defect.line_start,
+                                         decision.line_end or defect.line_end)))
+        return out
+
+    @staticmethod
+    def _ignored(ctx: RoundContext, finding: Finding) -> str | None:
+        if finding.path and any(fnmatch.fnmatch(finding.path, g)
+                                for g in ctx.settings.ignore_paths):
+            return "ignored_path"
+        return None
+
+    @staticmethod
+    def _still_detected(ctx: RoundContext, result: RoundResult) -> None:
+        """A deterministic check that still fires where a defect was is the best verifier."""
+        by_key = {d.key: d for d in ctx.tracked}
+        for i, decision in enumerate(result.decisions):
+            finding = result.repeated.get(decision.key)
+            if finding is None or not finding.rule:
+                continue
+            defect = by_key[decision.key]
+            where = f"{finding.path}:{finding.line_start}"
+            if decision.state is State.RESOLVED and decision.candidate and \
+                    defect.state is not State.RESOLVED:
+                result.decisions[i] = apply_verdict(decision, Verdict(
+                    decision.key, State.OPEN,
+                    f"the {finding.rule} check still fires at {where}", decided_by="rule"))
+            elif decision.state is State.RESOLVED and defect.state is State.RESOLVED:
+                result.decisions[i] = Decision(
+                    decision.key, State.REOPENED, "detected-again",
+                    f"the {finding.rule} check fires again at {where}", path=finding.path,
+                    line_start=finding.line_start, line_end=finding.line_end,
+                    code=ctx.code_at(finding.path, finding.line_start, finding.line_end),
+                )
+
+    async def _verify(self, ctx: RoundContext, result: RoundResult) -> None:
+        if self.verifier is None:
+            return
+        by_key = {d.key: d for d in ctx.tracked}
+        candidates = [(by_key[d.key], d) for d in result.decisions if d.candidate]
+        if not candidates:
+            return
+        verdicts, usage = await self.verifier.verify(ctx, candidates)
+        result.usage.add(usage)
+        by_verdict = {v.key: v for v in verdicts}
+        result.decisions = [apply_verdict(d, by_verdict.get(d.key)) for d in result.decisions]
+
+    @staticmethod
+    def _limit(ctx: RoundContext, result: RoundResult) -> None:
+        floor = severity_rank(ctx.settings.min_severity)
+        kept = [f for f in result.findings if severity_rank(f.severity) >= floor]
+        result.dropped["below_min_severity"] += len(result.findings) - len(kept)
+        kept.sort(key=lambda f: (-severity_rank(f.severity), -f.confidence, f.path or "",
+                                 f.line_start or 0))
+        cap = max(ctx.settings.max_comments, 0)
+        result.dropped["over_max_comments"] += max(len(kept) - cap, 0)
+        result.findings = sorted(kept[:cap], key=lambda f: (f.path or "", f.line_start or 0))
+        result.dropped = Counter({k: v for k, v in result.dropped.items() if v})
+
+
+def _position(f: Finding) -> Position:
+    return Position(f.path, f.line_start, f.line_end)
+
+
+def _as_defect(f: Finding) -> Defect:
+    return Defect(key="", description=f.description, origin=f.origin, state=State.NEW,
+                  raised_round=0, state_round=0, path=f.path, line_start=f.line_start,
+                  line_end=f.line_end, rule=f.rule)
+
+
+def offline_engine() -> Engine:
+    """The engine with no LLM: static checks plus the deterministic tracker."""
+    return Engine([OfflineDetector()])

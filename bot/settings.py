@@ -1,0 +1,68 @@
+"""Per-repository settings from ``.github/roundwise.yml`` on the default branch.
+
+Read from the default branch only, never from the PR's own branch: a pull request must not be
+able to switch its own review off. Example::
+
+    ignore_paths: ["docs/**", "*.lock"]
+    review_drafts: false
+    max_comments: 20       # new inline comments per round, most severe first
+    min_severity: Minor    # Trivial, Minor, Normal, Major, Blocker, Critical
+    static_checks: true    # run the offline static checks (also alongside an LLM)
+
+An invalid file does not stop reviews: the defaults apply and the error is reported once.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from tracker.models import SEVERITIES
+
+from .review.engine import Settings
+
+PATH = ".github/roundwise.yml"
+KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks"}
+
+
+class SettingsError(ValueError):
+    """The settings file is not valid; the message says what to fix."""
+
+
+def parse_settings(text: str | None, *, default_drafts: bool = False) -> Settings:
+    """Settings from the file's text (None = no file = defaults)."""
+    settings = Settings(review_drafts=default_drafts)
+    if text is None or not text.strip():
+        return settings
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{PATH} is not valid YAML: {exc}") from exc
+    if data is None:
+        return settings
+    if not isinstance(data, dict):
+        raise SettingsError(f"{PATH} must be a mapping of settings, not {type(data).__name__}")
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise SettingsError(f"{PATH}: unknown setting(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(sorted(KEYS))}")
+    if "ignore_paths" in data:
+        paths = data["ignore_paths"]
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise SettingsError(f"{PATH}: ignore_paths must be a list of glob strings")
+        settings.ignore_paths = paths
+    for key in ("review_drafts", "static_checks"):
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise SettingsError(f"{PATH}: {key} must be true or false")
+            setattr(settings, key, data[key])
+    if "max_comments" in data:
+        value = data["max_comments"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise SettingsError(f"{PATH}: max_comments must be a whole number >= 0")
+        settings.max_comments = value
+    if "min_severity" in data:
+        value = str(data["min_severity"]).capitalize()
+        if value not in SEVERITIES:
+            raise SettingsError(f"{PATH}: min_severity must be one of {', '.join(SEVERITIES)}")
+        settings.min_severity = value
+    return settings

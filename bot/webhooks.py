@@ -1,0 +1,172 @@
+"""``POST /webhook``: verify, validate, record and enqueue GitHub deliveries, and answer at once.
+
+The signature (``X-Hub-Signature-256``, HMAC-SHA256 of the raw body with the webhook secret) is
+checked in constant time before anything else is read: missing or wrong → 401. A body that is
+not JSON or lacks the fields its event needs → 400. Events the bot does not handle → 200 and
+ignored. A valid delivery is recorded in the ledger and turned into a job; a delivery already
+processed (GitHub reuses the id when one is redelivered) → 200 and nothing more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from . import metrics
+from .commands import parse_command
+
+log = logging.getLogger(__name__)
+
+ROUND_ACTIONS = {"opened", "reopened", "ready_for_review", "synchronize"}
+
+
+class BadPayload(ValueError):
+    """A delivery body that is JSON but not what its event promises."""
+
+
+@dataclass
+class Route:
+    """What a delivery asks of the bot: a job (``kind``) for one PR, or nothing."""
+
+    kind: str | None
+    repo: str | None = None
+    number: int | None = None
+    installation_id: int | None = None
+    head_sha: str | None = None
+    payload: dict = field(default_factory=dict)
+    reason: str = ""
+
+
+def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
+    """Constant-time check of ``sha256=<hex>`` against the body's HMAC with ``secret``."""
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), header.strip().encode())
+
+
+def _get(payload: dict, dotted: str):
+    value = payload
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise BadPayload(f"missing field {dotted!r}")
+        value = value[part]
+    return value
+
+
+def _pr_fields(payload: dict, number_path: str) -> tuple[str, int, int | None]:
+    repo = _get(payload, "repository.full_name")
+    number = _get(payload, number_path)
+    if not isinstance(repo, str) or "/" not in repo:
+        raise BadPayload("repository.full_name must look like owner/name")
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise BadPayload(f"{number_path} must be an integer")
+    installation = (payload.get("installation") or {}).get("id")
+    return repo, number, installation
+
+
+def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
+    """Decide what a delivery means; raises BadPayload when required fields are missing."""
+    action = payload.get("action")
+    sender = payload.get("sender") or {}
+    if event == "ping":
+        return Route(None, reason="ping")
+    if event == "installation" or event == "installation_repositories":
+        _get(payload, "installation.id")
+        return Route("installation", installation_id=payload["installation"]["id"],
+                     payload={"action": action, "installation": payload["installation"],
+                              "event": event})
+    if event == "pull_request":
+        repo, number, inst = _pr_fields(payload, "pull_request.number")
+        head = _get(payload, "pull_request.head.sha")
+        if action in ROUND_ACTIONS:
+            return Route("round", repo, number, inst, head, {"action": action})
+        if action == "closed":
+            merged = bool(payload["pull_request"].get("merged"))
+            return Route("closed", repo, number, inst, head, {"merged": merged})
+        return Route(None, reason=f"pull_request {action} is not handled")
+    if sender.get("login") in bot_logins:
+        return Route(None, reason="the bot's own activity")
+    if event == "pull_request_review_comment":
+        repo, number, inst = _pr_fields(payload, "pull_request.number")
+        comment = _get(payload, "comment")
+        _get(payload, "comment.id")
+        return Route("comment", repo, number, inst, None,
+                     {"action": action, "kind": "review_comment", "comment": comment,
+                      "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
+    if event == "pull_request_review":
+        repo, number, inst = _pr_fields(payload, "pull_request.number")
+        review = _get(payload, "review")
+        if action not in ("submitted", "edited") or not (review.get("body") or "").strip():
+            return Route(None, reason="a review without a body")
+        return Route("comment", repo, number, inst, None,
+                     {"action": action, "kind": "review", "comment": review,
+                      "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
+    if event == "pull_request_review_thread":
+        repo, number, inst = _pr_fields(payload, "pull_request.number")
+        thread = _get(payload, "thread")
+        if action not in ("resolved", "unresolved"):
+            return Route(None, reason=f"thread {action} is not handled")
+        return Route("thread", repo, number, inst, None,
+                     {"action": action, "node_id": thread.get("node_id"),
+                      "comment_ids": [c.get("id") for c in thread.get("comments") or []],
+                      "by": sender.get("login")})
+    if event == "issue_comment":
+        issue = _get(payload, "issue")
+        if not issue.get("pull_request"):
+            return Route(None, reason="a comment on an issue, not a pull request")
+        repo, number, inst = _pr_fields(payload, "issue.number")
+        comment = _get(payload, "comment")
+        _get(payload, "comment.id")
+        pr_author = (issue.get("user") or {}).get("login")
+        if action == "created" and parse_command(comment.get("body")):
+            return Route("command", repo, number, inst, None,
+                         {"comment": comment, "pr_author": pr_author})
+        return Route("comment", repo, number, inst, None,
+                     {"action": action, "kind": "issue_comment", "comment": comment,
+                      "pr_author": pr_author})
+    return Route(None, reason=f"event {event} is not handled")
+
+
+async def handle_webhook(request: web.Request) -> web.Response:
+    state = request.app["state"]
+    body = await request.read()
+    event = request.headers.get("X-GitHub-Event", "")
+    if not verify_signature(body, request.headers.get("X-Hub-Signature-256"),
+                            state.config.webhook_secret):
+        metrics.DELIVERIES.labels(event=event or "unknown", outcome="bad_signature").inc()
+        return web.json_response({"error": "signature missing or wrong"}, status=401)
+    delivery = request.headers.get("X-GitHub-Delivery", "")
+    if not event or not delivery:
+        metrics.DELIVERIES.labels(event=event or "unknown", outcome="bad_request").inc()
+        return web.json_response({"error": "X-GitHub-Event and X-GitHub-Delivery are required"},
+                                 status=400)
+    try:
+        payload = json.loads(body)
+        if not isinstance(payload, dict):
+            raise BadPayload("the body must be a JSON object")
+        target = route(event, payload, state.config.bot_logins)
+    except (ValueError, BadPayload) as exc:
+        metrics.DELIVERIES.labels(event=event, outcome="bad_request").inc()
+        return web.json_response({"error": f"bad payload: {exc}"}, status=400)
+    ledger = state.ledger
+    if target.kind is None:
+        metrics.DELIVERIES.labels(event=event, outcome="ignored").inc()
+        return web.json_response({"ignored": target.reason})
+    with ledger.transaction():
+        fresh = ledger.record_delivery(delivery, event, payload.get("action"), target.repo,
+                                       target.number)
+        if not fresh:
+            metrics.DELIVERIES.labels(event=event, outcome="duplicate").inc()
+            return web.json_response({"duplicate": delivery})
+        job_id = state.queue.enqueue(target.kind, repo=target.repo, number=target.number,
+                                     installation_id=target.installation_id,
+                                     payload=target.payload, delivery_id=delivery,
+                                     head_sha=target.head_sha)
+    metrics.DELIVERIES.labels(event=event, outcome="queued").inc()
+    return web.json_response({"queued": job_id}, status=202)
