@@ -1,0 +1,348 @@
+"""Reports of a scored bench run, and the comparison of two runs.
+
+``write_reports(summary, out_dir)`` writes ``report.md`` and a self-contained ``report.html``
+(the same tables plus two matplotlib plots embedded as base64 PNG: F1 per round and the
+state confusion heatmap), both rendered with jinja2 from ``bench/templates``. The tables follow
+the paper's: P/R/F1 by language (Table 5), state accuracy by language (Table 7), hit rate by
+defect type (Table 8) and severity (Table 9), F1 by round (Table 10), the confusion matrix
+(Figure 5), tracking, AACR-Bench, and tokens and seconds per round.
+
+``compare(a, b)`` prints the headline figures of two summaries side by side with B - A, for
+``roundwise bench compare RUN_A RUN_B``; ``load_summary(run_dir)`` reads a run's summary.json.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from tracker.models import MCR_TYPES, SEVERITIES
+
+from .metrics import STATE_ORDER
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+class ReportError(ValueError):
+    """A run directory or summary that cannot be reported on."""
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """One report table: a title, a note under it, column names and rows of cell strings."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    note: str = ""
+
+
+def ratio(value) -> str:
+    """A rate as three decimals ("-" when absent)."""
+    return "-" if value is None else f"{float(value):.3f}"
+
+
+def number(value, digits: int = 0) -> str:
+    """A count or a measure with ``digits`` decimals ("-" when absent)."""
+    if value is None:
+        return "-"
+    return f"{float(value):.{digits}f}" if digits else str(round(float(value)))
+
+
+def _detection_row(label: str, d: dict) -> list[str]:
+    return [label, ratio(d["precision"]), ratio(d["recall"]), ratio(d["f1"]),
+            number(d["due"]), number(d["findings"]), number(d["tp"])]
+
+
+def detection_tables(s: dict) -> list[Table]:
+    """Tables 5, 7, 8, 9, 10, the confusion matrix and tracking (MCR tasks)."""
+    langs = s["per_language"]
+    t5 = Table("Detection by language (Table 5)",
+               ["Language", "Precision", "Recall", "F1", "Due", "Findings", "Matched"],
+               [_detection_row(lang, d) for lang, d in langs.items()]
+               + [_detection_row("Overall", s["detection"])],
+               "Findings matched one-to-one to due defect cards (micro over task-rounds).")
+    t7 = Table("Lifecycle state accuracy by language (Table 7)",
+               ["Language", "State accuracy", "Matched pairs"],
+               [[lang, ratio(d["state_accuracy"]), number(d["state_n"])]
+                for lang, d in langs.items()]
+               + [["Overall", ratio(s["state_accuracy"]), number(s["state_n"])]],
+               "Exact state equality on matched (finding, card) pairs.")
+    t8 = Table("Hit rate by defect type (Table 8)", ["Type", "Name", "Hit rate", "Hits", "Due"],
+               [[t, MCR_TYPES.get(t, "-"), ratio(d["hit_rate"]), number(d["hit"]),
+                 number(d["due"])] for t, d in s["per_type"].items()])
+    order = {sev: i for i, sev in enumerate(SEVERITIES)}
+    severities = sorted(s["per_severity"].items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))
+    t9 = Table("Hit rate by severity (Table 9)", ["Severity", "Hit rate", "Hits", "Due"],
+               [[sev, ratio(d["hit_rate"]), number(d["hit"]), number(d["due"])]
+                for sev, d in severities])
+    t10 = Table("F1 by round (Table 10)",
+                ["Round", "Precision", "Recall", "F1", "Due", "Findings", "Matched"],
+                [_detection_row(r, d) for r, d in s["per_round"].items()])
+    return [t5, t7, t8, t9, t10, confusion_table(s), tracking_table(s["tracking"])]
+
+
+def confusion_table(s: dict) -> Table:
+    """Figure 5 as a table: gold states down, predicted states across."""
+    matrix = s["state_confusion"]
+    labels = list(matrix) or list(STATE_ORDER)
+    return Table("State confusion, gold x predicted (Figure 5)", ["Gold \\ Predicted", *labels],
+                 [[gold, *(number(matrix[gold].get(p, 0)) for p in labels)] for gold in labels])
+
+
+def tracking_table(tr: dict) -> Table:
+    """Live pairs (accuracy and balanced accuracy) and settled pairs (errors)."""
+    settled_n, errors = tr.get("settled_n", 0), tr.get("settled_errors", 0)
+    settled_acc = 1 - errors / settled_n if settled_n else None
+    live_errors = round(tr["n"] * (1 - tr["state_accuracy"])) if tr["n"] else 0
+    return Table("Tracking", ["Pairs", "N", "Accuracy", "Balanced accuracy", "Errors"],
+                 [["Live", number(tr["n"]), ratio(tr["state_accuracy"]),
+                   ratio(tr["balanced_accuracy"]), number(live_errors)],
+                  ["Settled", number(settled_n), ratio(settled_acc), "-", number(errors)]],
+                 "Live: unresolved at t-1 (Open vs Resolved). Settled: Resolved at t-1.")
+
+
+def aacr_tables(a: dict) -> list[Table]:
+    """AACR-Bench: line-level and semantic P/R/F1, recall by context, negatives matched."""
+    def row(label: str, d: dict) -> list[str]:
+        return [label, ratio(d["precision"]), ratio(d["recall"]), ratio(d["f1"]),
+                number(d["tp"]), number(d["findings"]), number(d["due"])]
+
+    main = Table("AACR-Bench", ["Level", "Precision", "Recall", "F1", "Matched", "Findings",
+                                "Comments"],
+                 [row("Line", a["line"]), row("Semantic", a["semantic"])],
+                 "Line: same file and lines within tolerance. Semantic: and the judge agrees.")
+    context = Table("AACR-Bench semantic recall by context", ["Context", "Recall", "Comments"],
+                    [[level, ratio(rec), number(a["context_due"].get(level, 0))]
+                     for level, rec in a["recall_by_context"].items()])
+    neg = a["negatives_matched"]
+    negatives = Table("AACR-Bench findings matching expert-rejected comments",
+                      ["Matched", "Share of findings", "Rejected comments"],
+                      [[number(neg["count"]), ratio(neg["share"]), number(neg["negatives"])]])
+    langs = Table("AACR-Bench semantic P/R/F1 by language",
+                  ["Language", "Precision", "Recall", "F1", "Matched", "Findings", "Comments"],
+                  [row(lang, d) for lang, d in a["per_language"].items()])
+    return [main, context, negatives, langs]
+
+
+def cost_table(s: dict) -> Table:
+    """Tokens and seconds: totals and per-round mean, median and p99."""
+    tok, sec = s["tokens"], s["seconds"]
+    return Table("Tokens and seconds per round",
+                 ["Measure", "Total", "Mean per round", "Median per round", "p99 per round"],
+                 [["Tokens", number(tok["total"]), number(tok["per_round_mean"], 1),
+                   number(tok["per_round_median"], 1), number(tok["per_round_p99"], 1)],
+                  ["Seconds", number(sec["total"], 2), number(sec["per_round_mean"], 2),
+                   number(sec["per_round_median"], 2), number(sec["per_round_p99"], 2)]],
+                 f"Prompt tokens {number(tok['prompt'])}, completion tokens "
+                 f"{number(tok['completion'])}, cost {s.get('cost', 0.0):.4f}.")
+
+
+def tables(summary: dict) -> list[Table]:
+    """Every table of the report, in order (MCR tables only when MCR rounds were scored)."""
+    out: list[Table] = []
+    if summary["detection"].get("rounds", summary["rounds"]):
+        out += detection_tables(summary)
+    if summary.get("aacr"):
+        out += aacr_tables(summary["aacr"])
+    out.append(cost_table(summary))
+    return out
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def _png(figure) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def plot_f1_per_round(summary: dict) -> str:
+    """F1 (and precision, recall) per round index as a line plot, base64 PNG."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6, 3.5))
+    ax = figure.add_subplot()
+    per_round = summary.get("per_round") or {}
+    xs = [int(name[1:]) for name in per_round]
+    if xs:
+        for metric, style in (("f1", "o-"), ("precision", "s--"), ("recall", "^:")):
+            ax.plot(xs, [d[metric] for d in per_round.values()], style, label=metric)
+        ax.set_xticks(xs)
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, "no multi-round results", ha="center", va="center")
+    ax.set_xlabel("round")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Detection per round")
+    return _png(figure)
+
+
+def plot_state_confusion(summary: dict) -> str:
+    """The gold x predicted state counts as an annotated heatmap, base64 PNG."""
+    from matplotlib.figure import Figure
+
+    matrix = summary.get("state_confusion") or {g: {} for g in STATE_ORDER}
+    labels = list(matrix)
+    values = [[matrix[g].get(p, 0) for p in labels] for g in labels]
+    figure = Figure(figsize=(4.5, 4))
+    ax = figure.add_subplot()
+    image = ax.imshow(values, cmap="Blues")
+    peak = max((v for row in values for v in row), default=0)
+    for i, row in enumerate(values):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center",
+                    color="white" if peak and v > peak / 2 else "black")
+    ax.set_xticks(range(len(labels)), labels=labels, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels=labels)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    ax.set_title("State confusion")
+    figure.colorbar(image, ax=ax)
+    return _png(figure)
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def _md_cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _environment(autoescape: bool) -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
+                      autoescape=select_autoescape(["html", "j2"]) if autoescape else False,
+                      keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["md"] = _md_cell
+    return env
+
+
+def _context(summary: dict) -> dict:
+    judge = summary.get("judge") or {}
+    return {"s": summary, "tables": tables(summary),
+            "judge": ", ".join(f"{k} {v}" for k, v in judge.items()) or "-"}
+
+
+def render_markdown(summary: dict) -> str:
+    """report.md's text."""
+    return _environment(False).get_template("report.md.j2").render(**_context(summary))
+
+
+def render_html(summary: dict) -> str:
+    """report.html's text, plots included."""
+    return _environment(True).get_template("report.html.j2").render(
+        **_context(summary), f1_png=plot_f1_per_round(summary),
+        confusion_png=plot_state_confusion(summary))
+
+
+def write_reports(summary: dict, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write report.md and report.html into ``out_dir``; returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, html = out / "report.md", out / "report.html"
+    md.write_text(render_markdown(summary), encoding="utf-8")
+    html.write_text(render_html(summary), encoding="utf-8")
+    return md, html
+
+
+# --- comparing runs --------------------------------------------------------------------------
+
+
+def load_summary(run_dir: str | Path) -> dict:
+    """A run's summary.json (``run_dir`` may also name the file itself)."""
+    path = Path(run_dir)
+    if path.is_dir():
+        path = path / "summary.json"
+    if not path.is_file():
+        raise ReportError(f"{run_dir}: no summary.json there; give the directory of a finished "
+                          f"bench run (the run writes summary.json when it scores)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read the summary: {exc}") from exc
+    if not isinstance(data, dict) or "detection" not in data:
+        raise ReportError(f"{path}: not a bench summary (no 'detection')")
+    return data
+
+
+def _get(summary: dict, dotted: str):
+    value = summary
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+# (label, dotted key, decimals; None for a rate shown with three decimals)
+HEADLINES = [
+    ("detection precision", "detection.precision", None),
+    ("detection recall", "detection.recall", None),
+    ("detection F1", "detection.f1", None),
+    ("state accuracy", "state_accuracy", None),
+    ("tracking accuracy", "tracking.state_accuracy", None),
+    ("tracking balanced accuracy", "tracking.balanced_accuracy", None),
+    ("tracking settled errors", "tracking.settled_errors", 0),
+]
+COSTS = [
+    ("tokens per round (mean)", "tokens.per_round_mean", 1),
+    ("seconds per round (median)", "seconds.per_round_median", 2),
+    ("seconds per round (p99)", "seconds.per_round_p99", 2),
+]
+
+
+def _compare_rows(a: dict, b: dict) -> list[tuple[str, str, int | None]]:
+    rows = list(HEADLINES)
+    languages = sorted(set(a.get("per_language") or {}) | set(b.get("per_language") or {}))
+    rows += [(f"F1 {lang}", f"per_language.{lang}.f1", None) for lang in languages]
+    if a.get("aacr") or b.get("aacr"):
+        rows += [("AACR line F1", "aacr.line.f1", None),
+                 ("AACR semantic F1", "aacr.semantic.f1", None)]
+    return rows + COSTS
+
+
+def _fmt(value, digits: int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if digits is None else f"{value:.{digits}f}"
+
+
+def _delta(x, y, digits: int | None) -> str:
+    if x is None or y is None:
+        return "-"
+    d = y - x
+    return f"{d:+.3f}" if digits is None else f"{d:+.{digits}f}"
+
+
+def compare(summary_a: dict, summary_b: dict, names: tuple[str, str] = ("A", "B")) -> str:
+    """A text table of the headline figures of two runs and their deltas (B - A)."""
+    header = ["metric", names[0], names[1], "B - A"]
+    lines = []
+    for label, key, digits in _compare_rows(summary_a, summary_b):
+        x, y = _get(summary_a, key), _get(summary_b, key)
+        lines.append([label, _fmt(x, digits), _fmt(y, digits), _delta(x, y, digits)])
+    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(4)]
+
+    def fmt(row: list[str]) -> str:
+        return "  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in
+                                                      zip(row[1:], widths[1:], strict=True)])
+
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, lines)]) + "\n"
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path) -> str:
+    """``compare`` on two run directories, naming them in the header."""
+    return compare(load_summary(run_a), load_summary(run_b),
+                   (f"A: {Path(run_a).name}", f"B: {Path(run_b).name}"))

@@ -1,0 +1,180 @@
+"""``roundwise bench run``: replay tasks through the real bot, score them, write the reports.
+
+A run loads ``mcr-task/1`` files and folders (and AACR-Bench folders through ``bench.aacr``),
+plays every task through one ``Harness`` (fake GitHub + real server on loopback; tasks run
+concurrently, each on its own repository), writes each finished task's records to
+``OUT/tasks/<task_id>.jsonl`` (so ``--resume`` skips them), then scores all records and writes
+``summary.json``, ``results.jsonl``, ``report.md`` and ``report.html`` into ``OUT``.
+
+LLM answers are cached on disk (``--cache``, default ``OUT/llm-cache``), so running the same
+tasks again costs nothing; the offline reviewer and the offline judge need no network at all.
+With ``--baseline stateless`` the bot is not used: the same model answers each round from one
+prompt holding the whole history (the paper's pure-LLM protocol), for comparison.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from .aacr import is_aacr_folder, load_aacr
+from .judge import LLMJudge, OfflineJudge
+from .replay import BotError, Harness, replay_task
+from .report import write_reports
+from .scoring import ascore
+from .tasks import Task, TaskError, load_tasks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunOptions:
+    tasks: list[str]
+    out: Path
+    model: str | None = None
+    api_base: str | None = None
+    judge: str = "offline"
+    concurrency: int = 2
+    baseline: str | None = None
+    limit: int | None = None
+    resume: bool = False
+    cache: Path | None = None
+    tolerance: int = 1
+    progress: bool = True
+    skipped: list[str] = field(default_factory=list)
+
+
+def gather_tasks(paths: list[str], limit: int | None = None) -> tuple[list[Task], list[str]]:
+    """Every task under ``paths`` (task files, folders of them, AACR folders), sorted by id;
+    one message per file or PR that had to be skipped."""
+    tasks: list[Task] = []
+    skipped: list[str] = []
+    plain = []
+    for path in paths:
+        if Path(path).is_dir() and is_aacr_folder(path):
+            found, errors = load_aacr(path)
+            tasks.extend(found)
+            skipped.extend(errors)
+        else:
+            plain.append(path)
+    if plain:
+        found, errors = load_tasks(plain)
+        tasks.extend(found)
+        skipped.extend(errors)
+    seen: dict[str, Task] = {}
+    for task in tasks:
+        if task.task_id in seen:
+            skipped.append(f"{task.path}: task id {task.task_id} already loaded from "
+                           f"{seen[task.task_id].path}")
+            continue
+        seen[task.task_id] = task
+    ordered = sorted(seen.values(), key=lambda t: t.task_id)
+    return (ordered[:limit] if limit else ordered), skipped
+
+
+def _task_file(out: Path, task_id: str) -> Path:
+    return out / "tasks" / f"{task_id}.jsonl"
+
+
+def _read_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str]) -> None:
+    work = opts.out / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    cache = opts.cache or opts.out / "llm-cache"
+    async with Harness(work / "ledger.db", model=opts.model, api_base=opts.api_base,
+                       llm_cache=str(cache) if opts.model else None,
+                       workers=max(opts.concurrency, 1)) as harness:
+        gate = asyncio.Semaphore(max(opts.concurrency, 1))
+        bar = tqdm(total=len(tasks), desc="tasks", unit="task", disable=not opts.progress,
+                   file=sys.stderr)
+
+        async def play(task: Task) -> None:
+            async with gate:
+                try:
+                    records = await replay_task(harness, task)
+                except (BotError, TaskError, ValueError, KeyError) as exc:
+                    errors[task.task_id] = f"{type(exc).__name__}: {exc}"
+                    log.warning("task %s failed: %s", task.task_id, exc)
+                else:
+                    path = _task_file(opts.out, task.task_id)
+                    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n"
+                                            for r in records))
+                bar.update(1)
+
+        await asyncio.gather(*(play(t) for t in tasks))
+        bar.close()
+
+
+async def _stateless_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str]) -> None:
+    from .stateless import stateless_records
+
+    for task in tqdm(tasks, desc="tasks", unit="task", disable=not opts.progress,
+                     file=sys.stderr):
+        try:
+            records = await stateless_records(task, opts.model, api_base=opts.api_base,
+                                              cache_dir=opts.cache or opts.out / "llm-cache")
+        except Exception as exc:  # a model failure ends this task, not the run
+            errors[task.task_id] = f"{type(exc).__name__}: {exc}"
+            continue
+        _task_file(opts.out, task.task_id).write_text(
+            "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+
+
+def make_judge(opts: RunOptions):
+    if opts.judge == "offline":
+        return OfflineJudge()
+    return LLMJudge(opts.judge, api_base=opts.api_base,
+                    cache_dir=str(opts.cache or opts.out / "llm-cache"))
+
+
+async def run(opts: RunOptions) -> dict:
+    """Do a whole run; returns the summary (also written to ``OUT/summary.json``)."""
+    if opts.baseline and opts.baseline != "stateless":
+        raise ValueError(f"unknown baseline {opts.baseline!r}; the only one is 'stateless'")
+    if opts.baseline and not opts.model:
+        raise ValueError("--baseline stateless needs --model (the same model as the run)")
+    tasks, skipped = gather_tasks(opts.tasks, opts.limit)
+    if not tasks:
+        raise TaskError("no valid tasks found in " + ", ".join(opts.tasks))
+    opts.out.mkdir(parents=True, exist_ok=True)
+    (opts.out / "tasks").mkdir(exist_ok=True)
+    todo = [t for t in tasks if not (opts.resume and _task_file(opts.out, t.task_id).exists())]
+    errors: dict[str, str] = {}
+    started = time.monotonic()
+    if todo:
+        if opts.baseline:
+            await _stateless_all(opts, todo, errors)
+        else:
+            await _play_all(opts, todo, errors)
+    records = []
+    for task in tasks:
+        path = _task_file(opts.out, task.task_id)
+        if path.exists():
+            records.extend(_read_records(path))
+    summary = await ascore(tasks, records, make_judge(opts), opts.tolerance)
+    details = {(d["task"], d["round"]): d for d in summary.pop("records")}
+    with (opts.out / "results.jsonl").open("w") as fh:
+        for record in sorted(records, key=lambda r: (r["task"], r["round"])):
+            extra = details.get((record["task"], record["round"]), {})
+            fh.write(json.dumps({**record, "matches": extra.get("matches", []),
+                                 "due": extra.get("due", [])}, sort_keys=True) + "\n")
+    summary["run"] = {
+        "model": opts.model or "offline", "baseline": opts.baseline, "judge": opts.judge,
+        "tasks_requested": len(tasks), "tasks_failed": dict(sorted(errors.items())),
+        "skipped_inputs": skipped, "wall_seconds": round(time.monotonic() - started, 2),
+    }
+    (opts.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_reports(summary, opts.out)
+    return summary

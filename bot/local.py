@@ -1,0 +1,212 @@
+"""``roundwise review``: review a local git range, with a ledger per branch, no GitHub needed.
+
+Each run is a round: the diff ``BASE...HEAD`` (the whole change) and the diff since the head
+the last run reviewed go through the same engine and tracker as the bot, and the ledger in
+``<repo>/.git/roundwise/ledger.db`` remembers every defect of the branch. Running again after
+new commits reports what is New, still Open, Resolved or Reopened, like the bot would on a PR.
+Output as text, JSON or SARIF 2.1.0 (for code-scanning tools).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tracker.anchors import DiffMap
+from tracker.ledger import Ledger
+from tracker.lifecycle import State
+
+from .review.engine import Engine, RoundContext, Settings, offline_engine
+from .rounds import plan_from
+from .settings import PATH as SETTINGS_PATH
+from .settings import SettingsError, parse_settings
+
+
+class LocalError(RuntimeError):
+    """A git problem (not a repository, unknown ref) worth a one-line message."""
+
+
+def git(repo: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True)
+    except FileNotFoundError as exc:
+        raise LocalError("git is not installed") from exc
+    except subprocess.CalledProcessError as exc:
+        raise LocalError(exc.stderr.decode(errors="replace").strip() or "git failed") from exc
+    return out.stdout.decode("utf-8", errors="replace")
+
+
+def show(repo: Path, ref: str, path: str) -> str | None:
+    try:
+        return git(repo, "show", f"{ref}:{path}")
+    except LocalError:
+        return None
+
+
+def branch_name(repo: Path, head: str) -> str:
+    try:
+        name = git(repo, "rev-parse", "--abbrev-ref", head).strip()
+    except LocalError:
+        name = head
+    return name if name and name != "HEAD" else head
+
+
+async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
+                       engine: Engine | None = None, db_path: str | Path | None = None) -> dict:
+    """Review ``base...head`` as the next round of the branch; returns the report dict."""
+    repo = Path(repo).resolve()
+    top = Path(git(repo, "rev-parse", "--show-toplevel").strip())
+    head_sha = git(top, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
+    base_sha = git(top, "merge-base", base, head_sha).strip()
+    db = Path(db_path) if db_path else Path(git(top, "rev-parse", "--git-dir").strip())
+    if not db_path:
+        db = (db if db.is_absolute() else top / db) / "roundwise" / "ledger.db"
+    branch = branch_name(top, head)
+    with Ledger(db) as ledger:
+        pr = ledger.pull_request(f"local:{top.name}:{branch}", 0, title=branch)
+        previous = ledger.last_round(pr["id"])
+        rnd = ledger.begin_round(pr["id"], head_sha, base_sha)
+        number = rnd["number"]
+        if rnd["status"] != "complete":
+            pr_diff = git(top, "diff", "--no-color", "--no-ext-diff", "-M", base_sha, head_sha)
+            round_diff = pr_diff
+            if previous and previous["head_sha"] != head_sha:
+                round_diff = git(top, "diff", "--no-color", "--no-ext-diff", "-M",
+                                 previous["head_sha"], head_sha)
+            tracked = ledger.defects(pr["id"], include_ignored=False)
+            paths = set(DiffMap(pr_diff).new_files) | {d.path for d in tracked if d.path}
+            files = {p: show(top, head_sha, p) for p in sorted(paths)}
+            try:
+                settings = parse_settings(show(top, base_sha, SETTINGS_PATH))
+            except SettingsError:
+                settings = Settings()
+            ctx = RoundContext(
+                repo=str(top), number=0, round=number, head_sha=head_sha, base_sha=base_sha,
+                pr_diff=pr_diff, round_diff=round_diff, files=files, title=branch,
+                tracked=tracked, settings=settings,
+                previous_head=previous["head_sha"] if previous else None,
+            )
+            result = await (engine or offline_engine()).review(ctx)
+            plan = plan_from(result, ctx, int(ledger.next_key(pr["id"])[1:]))
+            from tracker.models import Decision, Finding
+
+            with ledger.transaction():
+                ledger.record_round(
+                    pr["id"], number, [Decision(**d) for d in plan["decisions"]],
+                    [(Finding(**i["finding"]), i["code"]) for i in plan["new"]],
+                    [i["key"] for i in plan["new"]],
+                )
+                usage = plan["usage"]
+                ledger.add_usage(pr["id"], number, usage["prompt_tokens"],
+                                 usage["completion_tokens"], usage["cost"])
+                ledger.finish_round(pr["id"], number, "complete", findings=len(plan["new"]))
+        history = ledger.states_by_round(pr["id"])
+        defects = []
+        for d in ledger.defects(pr["id"]):
+            states = history.get(d.key, {})
+            before = max((r for r in states if r < number), default=None)
+            defects.append({
+                "key": d.key, "state": str(d.state), "previous": states.get(before),
+                "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
+                "type": d.type, "severity": d.severity, "rule": d.rule,
+                "description": d.description, "ignored": d.ignored,
+                "evidence": ledger.history(pr["id"], d.key)[-1]["evidence"],
+            })
+        return {"branch": branch, "round": number, "head": head_sha, "base": base_sha,
+                "ledger": str(db), "defects": defects}
+
+
+def as_text(report: dict) -> str:
+    lines = [f"roundwise round {report['round']} of {report['branch']} "
+             f"({report['base'][:7]}...{report['head'][:7]})"]
+    if not report["defects"]:
+        lines.append("no defects found")
+    for d in report["defects"]:
+        if d["ignored"]:
+            continue
+        where = f"{d['path']}:{d['line_start']}" if d["path"] else "(whole change)"
+        change = "" if d["previous"] in (None, d["state"]) else f" (was {d['previous']})"
+        lines.append(f"{d['key']:<4} {d['state']:<9}{change} {d['severity']:<8} {where}  "
+                     f"{d['description'].splitlines()[0][:120] if d['description'] else ''}")
+        if d["state"] != "New":
+            lines.append(f"     {d['evidence'][:160]}")
+    return "\n".join(lines)
+
+
+_LEVEL = {"Trivial": "note", "Minor": "note", "Normal": "warning", "Major": "error",
+          "Blocker": "error", "Critical": "error"}
+
+
+def as_sarif(report: dict) -> dict:
+    """SARIF 2.1.0: one result per unresolved, anchored defect."""
+    rules, results = {}, []
+    for d in report["defects"]:
+        if d["ignored"] or d["state"] == str(State.RESOLVED) or not d["path"]:
+            continue
+        rule_id = d["rule"] or f"roundwise/{d['type']}"
+        rules.setdefault(rule_id, {"id": rule_id, "shortDescription": {"text": rule_id}})
+        results.append({
+            "ruleId": rule_id,
+            "level": _LEVEL.get(d["severity"], "warning"),
+            "message": {"text": f"{d['key']} ({d['state']}): {d['description']}"},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": d["path"]},
+                "region": {"startLine": d["line_start"] or 1,
+                           "endLine": d["line_end"] or d["line_start"] or 1},
+            }}],
+            "properties": {"roundwise": {"key": d["key"], "state": d["state"],
+                                         "type": d["type"]}},
+        })
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "roundwise", "rules": list(rules.values())}},
+                  "results": results}],
+    }
+
+
+def render(report: dict, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report, indent=2)
+    if fmt == "sarif":
+        return json.dumps(as_sarif(report), indent=2)
+    return as_text(report)
+
+
+def add_commands(sub) -> None:
+    """Register ``roundwise review`` on the ``roundwise`` parser."""
+    review = sub.add_parser(
+        "review", help="review a local git range; reruns report New/Open/Resolved/Reopened",
+        description="Review BASE...HEAD of a local repository without GitHub. Each run is a "
+                    "round of the branch: the ledger in .git/roundwise/ledger.db remembers "
+                    "every defect, so running again after new commits reports what is New, "
+                    "still Open, Resolved or Reopened.",
+    )
+    review.add_argument("--repo", default=".", help="the repository (default: .)")
+    review.add_argument("--base", required=True, help="the branch or commit to compare against")
+    review.add_argument("--head", default="HEAD", help="the commit to review (default: HEAD)")
+    review.add_argument("--model", help="litellm model (default: the offline reviewer)")
+    review.add_argument("--api-base", help="base URL of the model's API")
+    review.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    review.add_argument("--ledger", help="ledger file (default: <repo>/.git/roundwise/ledger.db)")
+    review.set_defaults(func=cmd_review)
+
+
+def cmd_review(args) -> int:
+    import asyncio
+    import sys
+
+    engine = None
+    if args.model:
+        from .review.llm import LLMConfig, build_llm_engine
+
+        engine = build_llm_engine(LLMConfig(model=args.model, api_base=args.api_base))
+    try:
+        report = asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,
+                                          db_path=args.ledger))
+    except LocalError as exc:
+        print(f"roundwise: {exc}", file=sys.stderr)
+        return 2
+    print(render(report, args.format))
+    return 0
