@@ -150,12 +150,13 @@ def headline(summary: dict) -> str:
     """The few figures a person looks at first."""
     d, tr = summary["detection"], summary["tracking"]
     lines = [
-        f"{summary['tasks']} task(s), {summary['rounds']} round(s), reviewer "
-        f"{summary['run']['model']}, judge {summary['run']['judge']}",
+        (f"{summary['tasks']} task(s), {summary['rounds']} round(s), reviewer "
+         f"{summary['run']['model']}, judge {summary['run']['judge']}"),
         f"detection  precision {d['precision']:.3f}  recall {d['recall']:.3f}  f1 {d['f1']:.3f}",
         f"state accuracy on matched pairs {summary['state_accuracy']:.3f}",
-        f"tracking   accuracy {tr['state_accuracy']:.3f}  balanced {tr['balanced_accuracy']:.3f}"
-        f"  (live pairs {tr['n']}); settled errors {tr['settled_errors']}/{tr['settled_n']}",
+        (f"tracking   accuracy {tr['state_accuracy']:.3f}  balanced "
+         f"{tr['balanced_accuracy']:.3f}  (live pairs {tr['n']}); settled errors "
+         f"{tr['settled_errors']}/{tr['settled_n']}"),
     ]
     if "aacr" in summary:
         a = summary["aacr"]

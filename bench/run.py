@@ -125,7 +125,7 @@ async def _stateless_all(opts: RunOptions, tasks: list[Task], errors: dict[str, 
         try:
             records = await stateless_records(task, opts.model, api_base=opts.api_base,
                                               cache_dir=opts.cache or opts.out / "llm-cache")
-        except Exception as exc:  # a model failure ends this task, not the run
+        except (OSError, ValueError, RuntimeError) as exc:  # this task fails, not the run
             errors[task.task_id] = f"{type(exc).__name__}: {exc}"
             continue
         _task_file(opts.out, task.task_id).write_text(

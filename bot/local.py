@@ -118,8 +118,9 @@ async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
 
 
 def as_text(report: dict) -> str:
-    lines = [f"roundwise round {report['round']} of {report['branch']} "
-             f"({report['base'][:7]}...{report['head'][:7]})"]
+    title = (f"roundwise round {report['round']} of {report['branch']} "
+             f"({report['base'][:7]}...{report['head'][:7]})")
+    lines = [title]
     if not report["defects"]:
         lines.append("no defects found")
     for d in report["defects"]:

@@ -1,0 +1,84 @@
+"""`roundwise bench run` end to end: the real bot on loopback, scored, with reports."""
+
+import json
+import shutil
+
+import pytest
+
+from bench.cli import headline
+from bot.cli import main
+from tests.conftest import EXAMPLES
+
+JAVA = EXAMPLES / "example-java-order-store.json"
+
+
+def run(capsys, *args):
+    code = main(["bench", "run", "--quiet", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_java_example_scores_as_computed_by_hand(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, stdout, _ = run(capsys, "--tasks", str(JAVA), "--out", str(out))
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    # Round 1: the offline reviewer raises missing-tests (line 1), the hard-coded password
+    # (line 8) and the swallowed exception (lines 13-14); both cards are due and each matches
+    # one finding: tp 2 of 3 findings, 2 due.
+    # Round 2: the reviewer's comments joined those two defects; the catch is fixed
+    # (Resolved, turned this round: still a finding and due), the password is Open,
+    # missing-tests is Open: tp 2 of 3 findings, 2 due.
+    # Overall precision 4/6, recall 4/4, F1 = 2PR/(P+R) = 0.8.
+    d = summary["detection"]
+    assert (d["tp"], d["findings"], d["due"]) == (4, 6, 4)
+    assert d["precision"] == pytest.approx(4 / 6) and d["recall"] == 1.0
+    assert d["f1"] == pytest.approx(0.8)
+    # the matched states: New/New in round 1, Resolved/Resolved and Open/Open in round 2
+    assert summary["state_accuracy"] == 1.0 and summary["state_n"] == 4
+    assert summary["state_confusion"]["Open"]["Open"] == 1
+    assert summary["tracking"]["n"] == 2 and summary["tracking"]["state_accuracy"] == 1.0
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in records] == [1, 2]
+    assert sorted(map(tuple, records[1]["matches"])) == [("D2", "D2"), ("D3", "D1")]
+    states = {d["key"]: d["state"] for d in records[1]["defects"]}
+    assert states == {"D1": "Open", "D2": "Open", "D3": "Resolved"}
+    assert "report:" in stdout and (out / "report.md").exists()
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 2
+    assert headline(summary).splitlines()[1].startswith("detection  precision 0.667")
+
+
+def test_resume_keeps_finished_tasks_and_bad_files_are_skipped_by_name(tmp_path, capsys):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    shutil.copy(JAVA, tasks / "java.json")
+    (tasks / "broken.json").write_text('{"schema": "mcr-task/1", "rounds": []}')
+    out = tmp_path / "run"
+    code, _, err = run(capsys, "--tasks", str(tasks), "--out", str(out))
+    assert code == 0
+    assert "skipped:" in err and "broken.json" in err
+    per_task = out / "tasks" / "example-java-order-store.jsonl"
+    first = per_task.read_text()
+    # mark the finished task's record: a resumed run must reuse it, not replay the task
+    per_task.write_text(first.replace('"seconds": ', '"seconds": 1000.0, "was": '))
+    code, _, _ = run(capsys, "--tasks", str(tasks), "--out", str(out), "--resume")
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["seconds"]["total"] >= 2000.0
+    assert summary["run"]["skipped_inputs"] and summary["tasks"] == 1
+
+
+def test_compare_prints_signed_deltas(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    run(capsys, "--tasks", str(JAVA), "--out", str(a))
+    run(capsys, "--tasks", str(EXAMPLES), "--out", str(b))
+    assert main(["bench", "compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "precision" in out and ("+" in out or "-" in out)
+    assert main(["bench", "compare", str(a), str(tmp_path / "missing")]) == 2
+
+
+def test_no_valid_tasks_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "x.json").write_text("[]")
+    code, _, err = run(capsys, "--tasks", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert code == 2 and "no valid tasks" in err
