@@ -18,6 +18,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import aiohttp
 from aiohttp import web
@@ -68,7 +69,7 @@ class Harness:
     config: Config = field(init=False)
     url: str = field(init=False)
 
-    async def __aenter__(self) -> Harness:
+    async def __aenter__(self) -> Self:
         private, public = throwaway_key()
         self.fake = FakeGitHub(APP_ID, public)
         await self.fake.start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import random
 import time
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import gidgethub
@@ -152,7 +154,8 @@ class GitHubApp:
             except Exception as exc:  # classified below; anything unknown is re-raised
                 wait, error = self._classify(exc, method, url, attempt)
                 metrics.GITHUB_CALLS.labels(method=method, outcome=_outcome(error)).inc()
-                if error.status == 401 and installation_id is not None and attempt == 1:
+                if error.status == 401 and installation_id is not None and attempt == 1 \
+                        and policy.attempts > 1:
                     self.forget_token(installation_id)
                     wait = 0.0
                 elif wait is None or attempt == policy.attempts:
@@ -182,7 +185,7 @@ class GitHubApp:
             errors = getattr(exc, "errors", None)
             message = str(exc) or f"HTTP {status}"
             if status in (403, 429):
-                wait = self._rate_limit_wait(headers, backoff, status)
+                wait = self._rate_limit_wait(headers, backoff, status, message)
                 if wait is not None:
                     if wait > policy.max_wait:
                         return None, GitHubError(f"rate limited for {wait:.0f}s", status=status,
@@ -192,14 +195,23 @@ class GitHubApp:
             return None, GitHubError(message, status=status, method=method, url=url,
                                      errors=errors)
         if isinstance(exc, gidgethub.GraphQLException):
-            return None, GitHubError(f"GraphQL error: {exc}", method=method, url=url,
-                                     errors=getattr(exc, "response", None))
+            response = getattr(exc, "response", None)
+            status = _status(exc)  # BadGraphQLRequest (4xx) only; 200 with errors has none
+            text = json.dumps(response, default=str) if response is not None else str(exc)
+            if status == 429 or (status == 403 and "rate limit" in text.lower()) or \
+                    '"RATE_LIMITED"' in text:
+                return max(backoff, policy.secondary_wait), GitHubError(
+                    "GraphQL rate limited", status=status, method=method, url=url,
+                    errors=response, retryable=True)
+            return None, GitHubError(f"GraphQL error: {exc}", status=status, method=method,
+                                     url=url, errors=response)
         if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError)):
             return backoff, GitHubError(f"connection problem: {exc!r}", method=method, url=url,
                                         retryable=True)
         raise exc
 
-    def _rate_limit_wait(self, headers: dict, backoff: float, status: int) -> float | None:
+    def _rate_limit_wait(self, headers: dict, backoff: float, status: int,
+                         message: str) -> float | None:
         if "retry-after" in headers:
             try:
                 return max(float(headers["retry-after"]), 0.0)
@@ -210,7 +222,7 @@ class GitHubApp:
                 return max(float(headers["x-ratelimit-reset"]) - self.clock(), 0.0) + 1.0
             except (KeyError, ValueError):
                 return self.retry.secondary_wait
-        if status == 429:
+        if status == 429 or "rate limit" in message.lower():  # secondary, without a hint
             return max(backoff, self.retry.secondary_wait)
         return None  # a plain permission 403
 
@@ -284,11 +296,12 @@ class RepoClient:
         return files_to_diff(files)
 
     async def compare_diff(self, base: str, head: str) -> str:
-        return await self._call("GET", self._url(f"/compare/{base}...{head}"), accept=DIFF)
+        return await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"),
+                                accept=DIFF)
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (default branch when None); None when it does not exist."""
-        url = self._url(f"/contents/{path}") + (f"?ref={ref}" if ref else "")
+        url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref)}" if ref else "")
         try:
             data = await self._call("GET", url)
         except GitHubError as exc:
@@ -329,7 +342,7 @@ class RepoClient:
     async def permission(self, user: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""
         try:
-            data = await self._call("GET", self._url(f"/collaborators/{user}/permission"))
+            data = await self._call("GET", self._url(f"/collaborators/{quote(user)}/permission"))
         except GitHubError as exc:
             if exc.status == 404:
                 return "none"

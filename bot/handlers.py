@@ -67,7 +67,7 @@ class Handlers:
                 raise RetryLater(str(exc)) from exc
             raise
         log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
-        if job.delivery_id:
+        if job.delivery_id and self.ledger.delivery(job.delivery_id):  # not for derived jobs
             self.ledger.mark_processed(job.delivery_id, str(outcome or "ok")[:200])
 
     async def on_round(self, job: Job) -> str:

@@ -125,11 +125,14 @@ class JobQueue:
         metrics.QUEUE_DEPTH.set(self.depth())
 
     def recover(self) -> int:
-        """Queue again the jobs a crashed process left running. Returns how many."""
+        """Queue again the jobs a crashed process left running, and free the PR leases it held
+        (one server works one ledger file, so at start-up no other holder is alive).
+        Returns how many jobs were re-queued."""
         with self.ledger.transaction():
             rows = list(self.db["jobs"].rows_where("status = 'running'"))
             for row in rows:
                 self.db["jobs"].update(row["id"], {"status": "queued", "owner": None})
+            self.db.execute("delete from leases")
         if rows:
             log.warning("re-queued %d job(s) interrupted by a crash", len(rows))
         return len(rows)
@@ -161,6 +164,10 @@ class JobQueue:
                 conn.execute(
                     "update jobs set status = 'skipped', finished_at = ?, error = ? where id = ?",
                     [now(), "superseded by a newer push", job["id"]],
+                )
+                conn.execute(
+                    "update deliveries set processed_at = ?, outcome = ? where id = ?",
+                    [now(), "skipped: superseded by a newer push", job["delivery_id"]],
                 )
                 conn.execute("COMMIT")
                 metrics.JOBS.labels(kind="round", outcome="skipped").inc()

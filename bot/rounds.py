@@ -7,7 +7,8 @@ body carries a marker, so a job that runs again after a crash skips what is alre
 one review with the new defects inline, replies in the threads of tracked defects whose state
 changed, GitHub threads resolved for the bot's own resolved defects, and the sticky summary.
 Only when everything is posted does the plan go into the ledger, in one transaction, with the
-round marked complete: a round that fails part-way never resolves anything.
+round marked complete: a round that fails part-way never resolves anything; it is marked
+failed with the error, and resumes from its plan when its job runs again.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tracker.serial import PRSerializer
 
 from . import metrics, render
 from .github import GitHubApp, GitHubError, RepoClient
-from .jobs import Job, RetryLater
+from .jobs import Job
 from .review.engine import DiffLines, Engine, RoundContext, RoundResult, Settings
 from .settings import PATH as SETTINGS_PATH
 from .settings import SettingsError, parse_settings
@@ -73,14 +74,6 @@ class RoundRunner:
 
     async def run(self, job: Job) -> str:
         gh = self.app.repo(job.installation_id, job.repo)
-        try:
-            return await self._run(job, gh)
-        except GitHubError as exc:
-            if exc.retryable:
-                raise RetryLater(str(exc)) from exc
-            raise
-
-    async def _run(self, job: Job, gh: RepoClient) -> str:
         pr_json = await gh.pull(job.number)
         if pr_json.get("state") != "open":
             return "skipped: the pull request is not open"
@@ -88,7 +81,7 @@ class RoundRunner:
         if pr_json.get("draft") and not settings.review_drafts and not job.payload.get("force"):
             return "skipped: draft pull request"
         head = pr_json["head"]["sha"]
-        pr = self.ledger.pull_request(job.repo, job.number,
+        pr = self.ledger.pull_request(job.repo, job.number, status="open",  # maybe reopened
                                       installation_id=job.installation_id,
                                       title=pr_json.get("title"),
                                       author=(pr_json.get("user") or {}).get("login"))
@@ -99,12 +92,17 @@ class RoundRunner:
             if rnd["status"] == "complete":
                 return f"skipped: {head[:7]} was already reviewed in round {rnd['number']}"
             number = rnd["number"]
-            plan = self.ledger.plan(pr["id"], number)
-            if plan is None:
-                plan = await self._compute(gh, pr, pr_json, number, settings)
-                self.ledger.save_plan(pr["id"], number, plan)
-            await self._post(gh, pr, number, head, plan, settings_error)
-            self._apply(pr["id"], number, plan)
+            try:
+                plan = self.ledger.plan(pr["id"], number)
+                if plan is None:
+                    plan = await self._compute(gh, pr, pr_json, number, settings)
+                    self.ledger.save_plan(pr["id"], number, plan)
+                await self._post(gh, pr, number, head, plan, settings_error)
+                self._apply(pr["id"], number, plan)
+            except Exception as exc:  # visible in the ledger; the job retries or fails
+                self.ledger.finish_round(pr["id"], number, "failed",
+                                         error=f"{type(exc).__name__}: {exc}"[:500])
+                raise
             metrics.ROUND_SECONDS.observe(self.clock() - started)
             return f"round {number} complete: {len(plan['new'])} new"
 
@@ -120,8 +118,11 @@ class RoundRunner:
         head = pr_json["head"]["sha"]
         previous = self.ledger.last_round(pr["id"])
         pr_diff = await gh.pull_diff(pr["number"])
-        round_diff = pr_diff
-        if previous and previous["head_sha"] != head:
+        if previous is None:
+            round_diff = pr_diff  # the first round: the whole PR is new
+        elif previous["head_sha"] == head:
+            round_diff = ""  # ``/roundwise review`` of the same head: nothing moved
+        else:
             round_diff = await gh.compare_diff(previous["head_sha"], head)
         tracked = self.ledger.defects(pr["id"], include_ignored=False)
         changed = DiffLines(pr_diff).paths()
@@ -211,11 +212,13 @@ class RoundRunner:
             if defect is None or not _needs_reply(defect, decision):
                 continue
             root = self.ledger.thread_root(pr["id"], decision.key)
-            if root is None or ("state", decision.key, number) in posted:
+            if root is None:
                 continue
-            reply = await gh.reply(pr["number"], root["id"],
-                                   render.state_reply(defect, decision, number))
-            replies[decision.key] = reply["id"]
+            reply_id = posted.get(("state", decision.key, number))  # posted before a crash
+            if reply_id is None:
+                reply_id = (await gh.reply(pr["number"], root["id"],
+                                           render.state_reply(defect, decision, number)))["id"]
+            replies[decision.key] = reply_id
         plan["posted"]["replies"] = replies
 
     async def _resolve_threads(self, gh: RepoClient, pr: dict, plan: dict) -> None:

@@ -23,6 +23,9 @@ from .commands import parse_command
 log = logging.getLogger(__name__)
 
 ROUND_ACTIONS = {"opened", "reopened", "ready_for_review", "synchronize"}
+EVENTS = {"ping", "installation", "installation_repositories", "pull_request",
+          "pull_request_review", "pull_request_review_comment", "pull_request_review_thread",
+          "issue_comment"}
 
 
 class BadPayload(ValueError):
@@ -50,24 +53,25 @@ def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
     return hmac.compare_digest(expected.encode(), header.strip().encode())
 
 
-def _get(payload: dict, dotted: str):
+def _get(payload: dict, dotted: str, kind: type | None = None):
+    """The field at ``dotted`` (e.g. ``pull_request.head.sha``), of type ``kind`` if given."""
     value = payload
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
             raise BadPayload(f"missing field {dotted!r}")
         value = value[part]
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise BadPayload(f"{dotted!r} must be {'an object' if kind is dict else kind.__name__}")
     return value
 
 
-def _pr_fields(payload: dict, number_path: str) -> tuple[str, int, int | None]:
-    repo = _get(payload, "repository.full_name")
-    number = _get(payload, number_path)
-    if not isinstance(repo, str) or "/" not in repo:
+def _pr_fields(payload: dict, number_path: str) -> tuple[str, int, int]:
+    """Repository, PR number and installation id: an App cannot act on a PR without all three."""
+    repo = _get(payload, "repository.full_name", str)
+    number = _get(payload, number_path, int)
+    if "/" not in repo:
         raise BadPayload("repository.full_name must look like owner/name")
-    if not isinstance(number, int) or isinstance(number, bool):
-        raise BadPayload(f"{number_path} must be an integer")
-    installation = (payload.get("installation") or {}).get("id")
-    return repo, number, installation
+    return repo, number, _get(payload, "installation.id", int)
 
 
 def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
@@ -77,13 +81,12 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
     if event == "ping":
         return Route(None, reason="ping")
     if event == "installation" or event == "installation_repositories":
-        _get(payload, "installation.id")
-        return Route("installation", installation_id=payload["installation"]["id"],
+        return Route("installation", installation_id=_get(payload, "installation.id", int),
                      payload={"action": action, "installation": payload["installation"],
                               "event": event})
     if event == "pull_request":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        head = _get(payload, "pull_request.head.sha")
+        head = _get(payload, "pull_request.head.sha", str)
         if action in ROUND_ACTIONS:
             return Route("round", repo, number, inst, head, {"action": action})
         if action == "closed":
@@ -94,14 +97,15 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
         return Route(None, reason="the bot's own activity")
     if event == "pull_request_review_comment":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        comment = _get(payload, "comment")
-        _get(payload, "comment.id")
+        comment = _get(payload, "comment", dict)
+        _get(payload, "comment.id", int)
         return Route("comment", repo, number, inst, None,
                      {"action": action, "kind": "review_comment", "comment": comment,
                       "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
     if event == "pull_request_review":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        review = _get(payload, "review")
+        review = _get(payload, "review", dict)
+        _get(payload, "review.id", int)
         if action not in ("submitted", "edited") or not (review.get("body") or "").strip():
             return Route(None, reason="a review without a body")
         return Route("comment", repo, number, inst, None,
@@ -109,20 +113,21 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
                       "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
     if event == "pull_request_review_thread":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        thread = _get(payload, "thread")
+        thread = _get(payload, "thread", dict)
         if action not in ("resolved", "unresolved"):
             return Route(None, reason=f"thread {action} is not handled")
         return Route("thread", repo, number, inst, None,
                      {"action": action, "node_id": thread.get("node_id"),
-                      "comment_ids": [c.get("id") for c in thread.get("comments") or []],
+                      "comment_ids": [c.get("id") for c in thread.get("comments") or []
+                                      if isinstance(c, dict)],
                       "by": sender.get("login")})
     if event == "issue_comment":
-        issue = _get(payload, "issue")
+        issue = _get(payload, "issue", dict)
         if not issue.get("pull_request"):
             return Route(None, reason="a comment on an issue, not a pull request")
         repo, number, inst = _pr_fields(payload, "issue.number")
-        comment = _get(payload, "comment")
-        _get(payload, "comment.id")
+        comment = _get(payload, "comment", dict)
+        _get(payload, "comment.id", int)
         pr_author = (issue.get("user") or {}).get("login")
         if action == "created" and parse_command(comment.get("body")):
             return Route("command", repo, number, inst, None,
@@ -133,17 +138,22 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
     return Route(None, reason=f"event {event} is not handled")
 
 
+def _label(event: str) -> str:
+    """The event as a metric label: anyone can send any header, so only known names count."""
+    return event if event in EVENTS else "other"
+
+
 async def handle_webhook(request: web.Request) -> web.Response:
     state = request.app["state"]
     body = await request.read()
     event = request.headers.get("X-GitHub-Event", "")
     if not verify_signature(body, request.headers.get("X-Hub-Signature-256"),
                             state.config.webhook_secret):
-        metrics.DELIVERIES.labels(event=event or "unknown", outcome="bad_signature").inc()
+        metrics.DELIVERIES.labels(event=_label(event), outcome="bad_signature").inc()
         return web.json_response({"error": "signature missing or wrong"}, status=401)
     delivery = request.headers.get("X-GitHub-Delivery", "")
     if not event or not delivery:
-        metrics.DELIVERIES.labels(event=event or "unknown", outcome="bad_request").inc()
+        metrics.DELIVERIES.labels(event=_label(event), outcome="bad_request").inc()
         return web.json_response({"error": "X-GitHub-Event and X-GitHub-Delivery are required"},
                                  status=400)
     try:
@@ -152,21 +162,21 @@ async def handle_webhook(request: web.Request) -> web.Response:
             raise BadPayload("the body must be a JSON object")
         target = route(event, payload, state.config.bot_logins)
     except (ValueError, BadPayload) as exc:
-        metrics.DELIVERIES.labels(event=event, outcome="bad_request").inc()
+        metrics.DELIVERIES.labels(event=_label(event), outcome="bad_request").inc()
         return web.json_response({"error": f"bad payload: {exc}"}, status=400)
     ledger = state.ledger
     if target.kind is None:
-        metrics.DELIVERIES.labels(event=event, outcome="ignored").inc()
+        metrics.DELIVERIES.labels(event=_label(event), outcome="ignored").inc()
         return web.json_response({"ignored": target.reason})
     with ledger.transaction():
         fresh = ledger.record_delivery(delivery, event, payload.get("action"), target.repo,
                                        target.number)
         if not fresh:
-            metrics.DELIVERIES.labels(event=event, outcome="duplicate").inc()
+            metrics.DELIVERIES.labels(event=_label(event), outcome="duplicate").inc()
             return web.json_response({"duplicate": delivery})
         job_id = state.queue.enqueue(target.kind, repo=target.repo, number=target.number,
                                      installation_id=target.installation_id,
                                      payload=target.payload, delivery_id=delivery,
                                      head_sha=target.head_sha)
-    metrics.DELIVERIES.labels(event=event, outcome="queued").inc()
+    metrics.DELIVERIES.labels(event=_label(event), outcome="queued").inc()
     return web.json_response({"queued": job_id}, status=202)

@@ -134,3 +134,18 @@ def test_verdicts_can_confirm_or_overturn_candidates_only():
     assert odd is cand  # a verdict outside what the rules allow is ignored
     firm = decide(defect(), BASE)
     assert apply_verdict(firm, Verdict("D1", State.RESOLVED, "x")) is firm  # not a candidate
+
+
+def test_an_anchor_on_a_newer_commit_is_mapped_from_that_commit():
+    # A person commented on a push the bot never reviewed (commit "c2"): the diff from the
+    # last reviewed head would shift the anchor wrongly; the diff from c2 is used instead.
+    reviewed, c2 = BASE, "new_first()\n" + BASE
+    head = "new_first()\n" + BASE.replace("stmt_10()\n", "fixed_10()\n")
+    d = defect(line=11, anchor_sha="c2", code="stmt_10()")  # line 11 at c2
+    rnd = RoundInput.from_diff(3, git_diff({"m.py": reviewed}, {"m.py": head}), {"m.py": head})
+    rnd.diffs_from["c2"] = RoundInput.from_diff(3, git_diff({"m.py": c2}, {"m.py": head})).diff
+    decision = decide_round([d], rnd)[0]
+    assert (decision.state, decision.rule, decision.line_start) == \
+        (State.RESOLVED, "anchor-modified", 11)
+    wrong = decide_round([defect(line=11, code="stmt_10()")], rnd)[0]  # as if at the reviewed
+    assert wrong.rule != "anchor-modified"  # head: line 11 there is stmt_11(), untouched

@@ -55,6 +55,12 @@ class RoundInput:
     diff: DiffMap
     files: dict[str, str | None] = field(default_factory=dict)
     signals: list[Signal] = field(default_factory=list)
+    diffs_from: dict[str, DiffMap] = field(default_factory=dict)  # anchor commit -> new head
+
+    def diff_for(self, defect: Defect) -> DiffMap:
+        """The diff that moves this defect's anchor: from its own commit when it is not the
+        previously reviewed head (a person commented on a newer push), else ``diff``."""
+        return self.diffs_from.get(defect.anchor_sha or "", self.diff)
 
     @classmethod
     def from_diff(cls, number: int, diff_text: str, files=None, signals=None) -> RoundInput:
@@ -251,7 +257,7 @@ def _map(defect: Defect, rnd: RoundInput) -> Mapped | None:
     if defect.side == "LEFT":
         # Deleted-side anchors refer to the base, which a push does not move.
         return Mapped(Status.UNTOUCHED, anchor)
-    return rnd.diff.map(anchor)
+    return rnd.diff_for(defect).map(anchor)
 
 
 def _moved_to(defect: Defect, rnd: RoundInput, mapped: Mapped) -> Anchor | None:

@@ -34,6 +34,7 @@ class Comment:
     in_reply_to: int | None = None
     by_bot: bool = False
     node_id: str | None = None
+    commit_id: str | None = None  # the head the comment's line numbers refer to
 
 
 @dataclass
@@ -88,6 +89,7 @@ def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: 
             pr_id, finding, round_number, code=code if inline else None,
             rule=f"raised-by-{comment.kind.replace('_', '-')}",
             evidence=f"{comment.author or 'a reviewer'} raised it in comment {comment.id}",
+            anchor_sha=comment.commit_id if inline else None,
         )
         if comment.in_reply_to:  # later replies point at the thread's first comment
             ledger.attach_comment(defect.id, comment.in_reply_to, kind=comment.kind)

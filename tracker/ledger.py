@@ -230,7 +230,7 @@ class Ledger:
 
     def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
                    code: str | None = None, evidence: str = "", rule: str = "raised",
-                   key: str | None = None) -> Defect:
+                   key: str | None = None, anchor_sha: str | None = None) -> Defect:
         """Track a new finding as defect ``D<n>``, New at ``round_number``.
 
         ``key`` must be the next free key when given (a plan made earlier reserved it).
@@ -261,6 +261,7 @@ class Ledger:
                 "state_round": round_number,
                 "raised_round": round_number,
                 "ignored": 0,
+                "anchor_sha": anchor_sha,
                 "created_at": stamp,
                 "updated_at": stamp,
             }
@@ -285,7 +286,8 @@ class Ledger:
         state = parse_state(row[0])
         return state if row[1] == round_number - 1 else carry_forward(state)
 
-    def record_decision(self, pr_id: int, round_number: int, decision: Decision) -> Defect:
+    def record_decision(self, pr_id: int, round_number: int, decision: Decision,
+                        head_sha: str | None = None) -> Defect:
         """Store one decision after checking the lifecycle allows it.
 
         The state is checked against the state the defect ended the previous round in, so a
@@ -311,6 +313,8 @@ class Ledger:
         if decision.path is not None and decision.line_start is not None:
             update.update(path=decision.path, line_start=decision.line_start,
                           line_end=decision.line_end)
+        if head_sha is not None:
+            update["anchor_sha"] = head_sha  # the new position is at this round's head
         if decision.code is not None:
             update["code"] = decision.code
             update["fingerprint"] = code_fingerprint(decision.code)
@@ -327,7 +331,8 @@ class Ledger:
 
     def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
                      new_findings: Iterable[tuple[Finding, str | None]] = (),
-                     keys: Iterable[str | None] | None = None) -> list[Defect]:
+                     keys: Iterable[str | None] | None = None,
+                     head_sha: str | None = None) -> list[Defect]:
         """Store a whole round at once: every decision, then every new defect; all or nothing.
 
         ``new_findings`` pairs each finding with the code it is anchored to (or None);
@@ -338,10 +343,10 @@ class Ledger:
         keys = list(keys) if keys is not None else [None] * len(new_findings)
         with self.transaction():
             for decision in decisions:
-                self.record_decision(pr_id, round_number, decision)
-            for (finding, code), key in zip(new_findings, keys):
+                self.record_decision(pr_id, round_number, decision, head_sha)
+            for (finding, code), key in zip(new_findings, keys, strict=True):
                 created.append(self.add_defect(pr_id, finding, round_number, code=code,
-                                               key=key))
+                                               key=key, anchor_sha=head_sha))
         return created
 
     def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
@@ -526,7 +531,7 @@ class Ledger:
             severity=row["severity"] or "Normal", confidence=row["confidence"] or 0.5,
             rule=row["rule"], author=row["author"], ignored=bool(row["ignored"]),
             resolved_code=row["resolved_code"], comment_ids=comment_ids,
-            thread_node_id=row["thread_node_id"],
+            thread_node_id=row["thread_node_id"], anchor_sha=row.get("anchor_sha"),
         )
 
     def dump(self, pr_id: int) -> Iterator[dict]:

@@ -141,6 +141,7 @@ class Defect:
     id: int | None = None  # ledger row id
     comment_ids: list[int] = field(default_factory=list)
     thread_node_id: str | None = None
+    anchor_sha: str | None = None  # the commit the anchor's line numbers refer to
 
     def __post_init__(self):
         self.origin = Origin(self.origin)

@@ -173,3 +173,10 @@ def m004_round_plans(db: Database) -> None:
     # A round's decisions and new findings, kept until the round completes: a crashed round
     # resumes from its plan, and nothing is resolved in the ledger before the round is done.
     db["rounds"].add_column("plan", str)
+
+
+@migrations()
+def m005_anchor_commit(db: Database) -> None:
+    # The commit a defect's anchor refers to: a person may comment on a head the bot has not
+    # reviewed yet, and the next round must map that anchor from where it really stands.
+    db["defects"].add_column("anchor_sha", str)

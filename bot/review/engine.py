@@ -73,12 +73,14 @@ class Usage:
     completion_tokens: int = 0
     cost: float = 0.0
     calls: int = 0
+    cached: int = 0  # answers served from the on-disk cache (no tokens spent)
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost += other.cost
         self.calls += other.calls
+        self.cached += other.cached
 
 
 @dataclass

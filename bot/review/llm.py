@@ -538,7 +538,7 @@ class LLMClient:
         cached = self._cache_get(key)
         if cached is not None:
             self.stats["cached"] += 1
-            return Completion(cached, Usage(), self.config.model, cached=True)
+            return Completion(cached, Usage(cached=1), self.config.model, cached=True)
         models = [self.config.model] + ([self.config.fallback_model]
                                         if self.config.fallback_model else [])
         last: Exception | None = None
