@@ -8,6 +8,7 @@ starts the worker pool; on shutdown it stops the workers and closes everything.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass
 
@@ -47,8 +48,13 @@ def build_engine(config: Config) -> Engine:
         return offline_engine()
     from .review.llm import LLMConfig, build_llm_engine
 
-    llm = LLMConfig(model=config.model, api_base=config.api_base)
-    return build_llm_engine(llm, cache_dir=config.llm_cache)
+    env = {**os.environ, "ROUNDWISE_MODEL": config.model}
+    if config.api_base:
+        env["ROUNDWISE_API_BASE"] = config.api_base
+    if config.llm_cache:
+        env["ROUNDWISE_LLM_CACHE"] = config.llm_cache
+    llm = LLMConfig.from_env(env)  # timeouts, budget, fallback and key from ROUNDWISE_*
+    return build_llm_engine(llm, cache_dir=llm.cache_dir)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -9,6 +9,10 @@
 | ``ROUNDWISE_DB`` | path of the ledger SQLite file | ``roundwise.db`` |
 | ``ROUNDWISE_MODEL`` | a litellm model string; unset = offline reviewer | unset |
 | ``ROUNDWISE_API_BASE`` | base URL for the model's API (OpenAI-compatible servers) | unset |
+| ``ROUNDWISE_API_KEY`` | key for that server (providers' own keys come from their variables) | unset |
+| ``ROUNDWISE_FALLBACK_MODEL`` | a second model tried when the first keeps failing | unset |
+| ``ROUNDWISE_LLM_TIMEOUT`` | seconds per LLM call | ``60`` |
+| ``ROUNDWISE_MAX_PROMPT_TOKENS`` | prompt budget per call; larger diffs are split by file | ``24000`` |
 | ``ROUNDWISE_WORKERS`` | concurrent jobs (different PRs) | ``4`` |
 | ``ROUNDWISE_BOT_LOGIN`` | the App's bot login, to recognise its own comments | ``roundwise[bot]`` |
 | ``ROUNDWISE_REVIEW_DRAFTS`` | review draft PRs unless a repo's settings say otherwise | ``false`` |
@@ -117,6 +121,14 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     except ConfigError as exc:
         problems.append(str(exc))
         drafts = False
+
+    if env.get("ROUNDWISE_MODEL"):
+        from .review.llm import LLMConfig
+
+        try:
+            LLMConfig.from_env(env)
+        except ValueError as exc:
+            problems.append(str(exc))
 
     if problems:
         raise ConfigError("roundwise cannot start:\n  - " + "\n  - ".join(problems))

@@ -44,6 +44,7 @@ def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment
         start_line=data.get("start_line") if kind == "review_comment" else None,
         side=data.get("side") or "RIGHT", in_reply_to=data.get("in_reply_to_id"),
         by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
+        commit_id=data.get("commit_id") if kind == "review_comment" else None,
     )
 
 

@@ -95,7 +95,7 @@ async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
                 ledger.record_round(
                     pr["id"], number, [Decision(**d) for d in plan["decisions"]],
                     [(Finding(**i["finding"]), i["code"]) for i in plan["new"]],
-                    [i["key"] for i in plan["new"]],
+                    [i["key"] for i in plan["new"]], head_sha=head_sha,
                 )
                 usage = plan["usage"]
                 ledger.add_usage(pr["id"], number, usage["prompt_tokens"],

@@ -125,6 +125,7 @@ class RoundRunner:
         else:
             round_diff = await gh.compare_diff(previous["head_sha"], head)
         tracked = self.ledger.defects(pr["id"], include_ignored=False)
+        anchor_diffs = await self._anchor_diffs(gh, tracked, previous, head)
         changed = DiffLines(pr_diff).paths()
         paths = sorted(changed)[:MAX_FILES]
         paths += sorted({d.path for d in tracked if d.path and d.path not in changed})
@@ -137,11 +138,32 @@ class RoundRunner:
                                                          if previous else 0),
             discussion=self._discussion(pr["id"], previous), settings=settings,
             previous_head=previous["head_sha"] if previous else None,
+            anchor_diffs=anchor_diffs,
         )
         result = await self.engine.review(ctx)
         metrics.LLM_TOKENS.labels(kind="prompt").inc(result.usage.prompt_tokens)
         metrics.LLM_TOKENS.labels(kind="completion").inc(result.usage.completion_tokens)
         return plan_from(result, ctx, int(self.ledger.next_key(pr["id"])[1:]))
+
+    @staticmethod
+    async def _anchor_diffs(gh: RepoClient, tracked: list[Defect], previous: dict | None,
+                            head: str) -> dict[str, str]:
+        """Diffs to the head from the commits people commented on that the bot never
+        reviewed (a failed round, a comment on a push still queued)."""
+        reviewed = previous["head_sha"] if previous else None
+        out: dict[str, str] = {}
+        for sha in sorted({d.anchor_sha for d in tracked if d.anchor_sha} - {reviewed}):
+            if sha == head:
+                out[sha] = ""
+                continue
+            try:
+                out[sha] = await gh.compare_diff(sha, head)
+            except GitHubError as exc:
+                if exc.status not in (404, 422):
+                    raise
+                log.info("cannot compare %s...%s (%s); mapping from the last review", sha,
+                         head, exc.status)
+        return out
 
     def _discussion(self, pr_id: int, previous: dict | None) -> list[dict]:
         since = previous["finished_at"] if previous else ""
@@ -270,8 +292,9 @@ class RoundRunner:
         new = [(Finding(**item["finding"]), item["code"]) for item in plan["new"]]
         keys = [item["key"] for item in plan["new"]]
         posted = plan["posted"]
+        head = self.ledger.round(pr_id, number)["head_sha"]
         with self.ledger.transaction():
-            self.ledger.record_round(pr_id, number, decisions, new, keys)
+            self.ledger.record_round(pr_id, number, decisions, new, keys, head_sha=head)
             for key, cid in (posted.get("new") or {}).items():
                 defect = self.ledger.defect(pr_id, key)
                 self.ledger.attach_comment(defect.id, cid, author=self.bot_login,

@@ -21,6 +21,7 @@ from .conftest import EXAMPLES, needs_webhook_fixtures
 from .server_kit import (
     HEAD1,
     HEAD2,
+    HEAD3,
     NUMBER,
     REPO,
     ROUND1_FILES,
@@ -497,3 +498,38 @@ async def test_thread_resolved_and_unresolved_change_a_human_defect(tmp_path):
             payloads.review_thread(fake, REPO, NUMBER, own, "unresolved"))
         assert status == 200 and data == {"ignored": "the bot's own activity"}
         assert bot.states()["D1"] == "Resolved"
+
+
+async def test_a_comment_on_an_unreviewed_push_is_mapped_from_that_push(tmp_path):
+    # Round 1 reviews HEAD1. HEAD2's webhook never arrives (lost), a reviewer comments on a
+    # line of HEAD2, then HEAD3 inserts two lines above it. The anchor must be mapped from
+    # HEAD2 (where the comment's line numbers hold), not from the last reviewed HEAD1.
+    async with running_bot(tmp_path) as bot:
+        open_pr(bot.fake)
+        await bot.pull_request("opened")
+        await bot.idle()
+        head2 = {"app/core.py": ROUND1_FILES["app/core.py"].replace(
+            "def scale", "def clamp(v):\n    return max(0, v)\n\n\ndef scale")}
+        bot.fake.push(REPO, NUMBER, HEAD2, head2)
+        line = head2["app/core.py"].splitlines().index(
+            "    result = [v * factor for v in values]") + 1
+        comment = bot.fake.add_review_comment(REPO, NUMBER, "rina", "app/core.py", line,
+                                              "This list is rebuilt on every call.")
+        assert comment["commit_id"] == HEAD2
+        await bot.deliver("pull_request_review_comment",
+                          payloads.review_comment(bot.fake, REPO, NUMBER, comment))
+        await bot.idle()
+        head3 = {"app/core.py": "import math\nimport os\n" + head2["app/core.py"]}
+        bot.fake.push(REPO, NUMBER, HEAD3, head3)
+        await bot.pull_request("synchronize")
+        await bot.idle()
+        pr = bot.ledger.find_pull_request(REPO, NUMBER)
+        human = [d for d in bot.ledger.defects(pr["id"]) if d.origin.value == "human"]
+        assert len(human) == 1
+        d = human[0]
+        assert d.line_start == line + 2 and str(d.state) == "Open"
+        assert head3["app/core.py"].splitlines()[d.line_start - 1].strip() == \
+            "result = [v * factor for v in values]"
+        assert d.anchor_sha == HEAD3
+        compares = bot.calls("GET", rf"/compare/{HEAD2}\.\.\.{HEAD3}")
+        assert len(compares) == 1

@@ -59,6 +59,7 @@ class RoundContext:
     signals: list[Signal] = field(default_factory=list)
     settings: Settings = field(default_factory=Settings)
     previous_head: str | None = None
+    anchor_diffs: dict[str, str] = field(default_factory=dict)  # commit -> diff to head
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -161,7 +162,8 @@ class Engine:
         self.verifier = verifier
 
     async def review(self, ctx: RoundContext) -> RoundResult:
-        rnd = RoundInput(ctx.round, DiffMap(ctx.round_diff), ctx.files, ctx.signals)
+        rnd = RoundInput(ctx.round, DiffMap(ctx.round_diff), ctx.files, ctx.signals,
+                         {sha: DiffMap(text) for sha, text in ctx.anchor_diffs.items()})
         decisions = decide_round(ctx.tracked, rnd)
         result = RoundResult(findings=[], decisions=decisions)
         detections = await asyncio.gather(*(d.detect(ctx) for d in self._detectors(ctx)))

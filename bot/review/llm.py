@@ -815,6 +815,8 @@ def authored_changes(ctx: RoundContext) -> list[FileDiff]:
     holds the target's changes; a hunk is kept only when it adds a line the PR diff (base..head)
     also adds, or only removes lines in a file the PR touches.
     """
+    if not ctx.round_diff.strip():  # a fresh review of the same head: the whole PR
+        return annotate_diff(ctx.pr_diff)
     files = annotate_diff(ctx.round_diff)
     if ctx.round_diff == ctx.pr_diff:
         return files
