@@ -315,7 +315,8 @@ def tracking_pairs(rounds: list[RoundScore]) -> list[TrackPair]:
     """Live and settled (card, round >= 2) pairs, answered from each round's record.
 
     The card's defect is the one whose comment ids meet the card's; failing that, the one the
-    detection matched to the card at the latest earlier round. No defect: answer None.
+    detection matched to the card at the latest earlier round. No defect: answer None. A card
+    no comment raised and the system never found is not a pair: nothing told the system.
     """
     by_task: dict[str, dict[int, RoundScore]] = defaultdict(dict)
     for rs in rounds:
@@ -341,8 +342,10 @@ def _track_pair(task: Task, card: dict, t: int, rs: RoundScore,
     states = card.get("states") or []
     if t < 2 or t > len(states) or states[t - 2] is None or states[t - 1] is None:
         return None
-    defects = rs.record.get("defects") or []
     ids = set(card.get("comment_ids") or [])
+    if not ids and not earlier:
+        return None  # never told to the system (no comment raised it) and never found by it
+    defects = rs.record.get("defects") or []
     answer = next((d.get("state") for d in defects if ids & set(d.get("comment_ids") or [])),
                   None)
     if answer is None and earlier:

@@ -43,6 +43,8 @@ class Replay:
     def pairs(self) -> list[TrackPair]:
         out = []
         for card in self.task.defects:
+            if not card.get("comment_ids"):
+                continue  # no comment raised it: nothing told the tracker about it
             key = self.key_for(card)
             states = card["states"]
             for t in range(2, len(states) + 1):

@@ -53,6 +53,7 @@ def plan_from(result: RoundResult, ctx: RoundContext, first_key: int) -> dict:
         "repeated": sorted(result.repeated),
         "dropped": dict(result.dropped),
         "usage": asdict(result.usage),
+        "notes": result.notes,
         "posted": {},
     }
 
@@ -280,6 +281,9 @@ class RoundRunner:
         if plan and plan["posted"].get("not_inline"):
             notes.append("GitHub would not take these as inline comments: "
                          + ", ".join(plan["posted"]["not_inline"]) + ".")
+        for note in (plan or {}).get("notes", []):
+            notes.append(f"Note: {note} (Set `require_tests: true` in "
+                         "`.github/roundwise.yml` to track this as a defect.)")
         if settings_error:
             notes.append(f"⚠️ {settings_error}; using the defaults.")
         return render.summary(rows, number, head, changes, notes)

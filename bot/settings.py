@@ -8,6 +8,7 @@ able to switch its own review off. Example::
     max_comments: 20       # new inline comments per round, most severe first
     min_severity: Minor    # Trivial, Minor, Normal, Major, Blocker, Critical
     static_checks: true    # run the offline static checks (also alongside an LLM)
+    require_tests: false   # track "source changed, no test changed" as a defect (else a note)
 
 An invalid file does not stop reviews: the defaults apply and the error is reported once.
 """
@@ -21,7 +22,8 @@ from tracker.models import SEVERITIES
 from .review.engine import Settings
 
 PATH = ".github/roundwise.yml"
-KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks"}
+KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks",
+        "require_tests"}
 
 
 class SettingsError(ValueError):
@@ -50,7 +52,7 @@ def parse_settings(text: str | None, *, default_drafts: bool = False) -> Setting
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise SettingsError(f"{PATH}: ignore_paths must be a list of glob strings")
         settings.ignore_paths = paths
-    for key in ("review_drafts", "static_checks"):
+    for key in ("review_drafts", "static_checks", "require_tests"):
         if key in data:
             if not isinstance(data[key], bool):
                 raise SettingsError(f"{PATH}: {key} must be true or false")

@@ -56,7 +56,14 @@ ROUND1_FILES = {"app/core.py": (
     "def scale(values, factor):\n"
     "    result = [v * factor for v in values]\n"
     "    print(result)\n"
-    "    return result\n"
+    "    total = sum(result)\n"
+    "    if total < 0:\n"
+    "        raise ValueError('negative total')\n"
+    "    count = len(result)\n"
+    "    mean = total / count if count else 0\n"
+    "    low = min(result, default=0)\n"
+    "    high = max(result, default=0)\n"
+    "    return [v for v in result if low <= v <= high or v == mean]\n"
 )}
 # Round 2: the same code, now with tests.
 ROUND2_FILES = {**ROUND1_FILES, "tests/test_core.py": (
@@ -162,7 +169,9 @@ def open_pr(fake: FakeGitHub, *, draft: bool = False, default_files: dict | None
     """An installation, a repository and PR ``number`` with its first push (HEAD1)."""
     if INSTALLATION not in fake._installations:
         fake.add_installation(INSTALLATION, repo.split("/")[0])
-    fake.add_repo(repo, INSTALLATION, files=default_files)
+    # The small PR's first finding is "no tests": make the repository ask for them.
+    settings = {".github/roundwise.yml": "require_tests: true\n"}
+    fake.add_repo(repo, INSTALLATION, files=settings if default_files is None else default_files)
     fake.add_pr(repo, number, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
                 BASE_FILES, draft=draft)
     fake.push(repo, number, HEAD1, head_files or ROUND1_FILES)

@@ -3,8 +3,6 @@
 import json
 import shutil
 
-import pytest
-
 from bench.cli import headline
 from bot.cli import main
 from tests.conftest import EXAMPLES
@@ -23,29 +21,27 @@ def test_java_example_scores_as_computed_by_hand(tmp_path, capsys):
     code, stdout, _ = run(capsys, "--tasks", str(JAVA), "--out", str(out))
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    # Round 1: the offline reviewer raises missing-tests (line 1), the hard-coded password
-    # (line 8) and the swallowed exception (lines 13-14); both cards are due and each matches
-    # one finding: tp 2 of 3 findings, 2 due.
+    # Round 1: the offline reviewer raises the hard-coded password (line 8) and the
+    # swallowed exception (lines 13-14); "no tests" is only a note by default. Both cards are
+    # due and each matches one finding: tp 2 of 2 findings, 2 due.
     # Round 2: the reviewer's comments joined those two defects; the catch is fixed
-    # (Resolved, turned this round: still a finding and due), the password is Open,
-    # missing-tests is Open: tp 2 of 3 findings, 2 due.
-    # Overall precision 4/6, recall 4/4, F1 = 2PR/(P+R) = 0.8.
+    # (Resolved, turned this round: still a finding and due), the password is Open:
+    # tp 2 of 2 findings, 2 due. Overall precision 4/4, recall 4/4, F1 1.0.
     d = summary["detection"]
-    assert (d["tp"], d["findings"], d["due"]) == (4, 6, 4)
-    assert d["precision"] == pytest.approx(4 / 6) and d["recall"] == 1.0
-    assert d["f1"] == pytest.approx(0.8)
+    assert (d["tp"], d["findings"], d["due"]) == (4, 4, 4)
+    assert d["precision"] == 1.0 and d["recall"] == 1.0 and d["f1"] == 1.0
     # the matched states: New/New in round 1, Resolved/Resolved and Open/Open in round 2
     assert summary["state_accuracy"] == 1.0 and summary["state_n"] == 4
     assert summary["state_confusion"]["Open"]["Open"] == 1
     assert summary["tracking"]["n"] == 2 and summary["tracking"]["state_accuracy"] == 1.0
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["round"] for r in records] == [1, 2]
-    assert sorted(map(tuple, records[1]["matches"])) == [("D2", "D2"), ("D3", "D1")]
+    assert sorted(map(tuple, records[1]["matches"])) == [("D1", "D2"), ("D2", "D1")]
     states = {d["key"]: d["state"] for d in records[1]["defects"]}
-    assert states == {"D1": "Open", "D2": "Open", "D3": "Resolved"}
+    assert states == {"D1": "Open", "D2": "Resolved"}
     assert "report:" in stdout and (out / "report.md").exists()
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 2
-    assert headline(summary).splitlines()[1].startswith("detection  precision 0.667")
+    assert headline(summary).splitlines()[1].startswith("detection  precision 1.000")
 
 
 def test_resume_keeps_finished_tasks_and_bad_files_are_skipped_by_name(tmp_path, capsys):

@@ -335,14 +335,24 @@ def test_ruff_survives_odd_text():
 # --- E.4 ------------------------------------------------------------------------------------------
 
 
-def test_missing_tests_anchored_in_most_changed_source_file():
+def test_missing_tests_anchored_at_the_new_definition_of_the_most_changed_file():
+    body = "".join(f"    y{i} = x + {i}\n" for i in range(9))
     old = {"pkg/a.py": "def a():\n    return 1\n", "pkg/b.py": "B = 1\n"}
     new = {"pkg/a.py": "def a():\n    return 2\n",
-           "pkg/b.py": "B = 1\n\n\ndef b(x):\n    y = x + 1\n    return y\n",
+           "pkg/b.py": "B = 1\n\n\ndef b(x):\n" + body + "    return y0\n",
            "README.md": "Docs.\n"}
     got = review(old, new, touch_test=False)
     assert brief(got) == [("pkg/b.py", 4, 4, "missing-tests", "E.4")]
-    assert got[0].severity == "Normal" and "pkg/b.py" in got[0].description
+    assert got[0].severity == "Minor" and "pkg/b.py" in got[0].description
+
+
+def test_no_missing_tests_for_small_or_non_definition_changes():
+    old = {"pkg/a.py": "def a():\n    return 1\n"}
+    small = {"pkg/a.py": "def a():\n    return 1\n\n\ndef b(x):\n    return x\n"}
+    assert review(old, small, touch_test=False) == []  # a new function, but tiny
+    edits = {"pkg/a.py": "def a():\n" + "".join(f"    v{i} = {i}\n" for i in range(12))
+             + "    return 1\n"}
+    assert review(old, edits, touch_test=False) == []  # many lines, no new definition
 
 
 def test_no_missing_tests_when_tests_change_or_only_docs_or_comments():
@@ -387,8 +397,7 @@ def test_odd_input_never_crashes():
 def test_works_from_the_diff_alone_and_ignores_wrong_file_text():
     new = {"pkg/a.py": "def f(x):\n    print(x)\n    return x\n"}
     diff = git_diff({}, new)
-    expected = [("pkg/a.py", 1, 1, "missing-tests", "E.4"),
-                ("pkg/a.py", 2, 2, "debug-print", "E.3.1")]
+    expected = [("pkg/a.py", 2, 2, "debug-print", "E.3.1")]
     assert brief(review_offline(diff, {}, use_ruff=False)) == expected
     wrong = {"pkg/a.py": "something else entirely\n"}
     assert brief(review_offline(diff, wrong, use_ruff=False)) == expected

@@ -272,7 +272,7 @@ async def test_a_push_superseded_before_it_started_is_skipped(tmp_path):
 
 async def test_healthz_and_metrics_follow_the_work(tmp_path):
     async with running_bot(tmp_path, start_workers=False) as bot:
-        open_pr(bot.fake)
+        open_pr(bot.fake, default_files={})  # no settings file: a 404 to count
         async with bot.session.get(f"{bot.url}/healthz") as resp:
             assert (resp.status, await resp.json()) == (200, {"status": "ok", "queue": 0})
         before = await bot.metrics()

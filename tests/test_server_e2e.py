@@ -58,43 +58,50 @@ async def test_the_python_example_end_to_end(tmp_path):
         records = await replay_task(h, task)
         fake, bot = h.fake, h.fake.bot_login
 
-        # The ledger, round by round.
+        # The ledger, round by round: the bot's D1 (a leftover print) resolved in round 2, the
+        # reviewer's D2 (cache after the query) resolved in round 2, D3 (tests) in round 3.
         assert [{d["key"]: (d["state"], d["origin"]) for d in r["defects"]} for r in records] == [
             {"D1": ("New", "bot")},
-            {"D1": ("Open", "bot"), "D2": ("Resolved", "human")},
-            {"D1": ("Resolved", "bot"), "D2": ("Resolved", "human")},
+            {"D1": ("Resolved", "bot"), "D2": ("Resolved", "human"), "D3": ("Open", "human")},
+            {"D1": ("Resolved", "bot"), "D2": ("Resolved", "human"), "D3": ("Resolved", "human")},
         ]
         pr = h.ledger.find_pull_request(repo, number)
         assert [(r["number"], r["head_sha"], r["status"]) for r in h.ledger.rounds(pr["id"])] \
             == [(1, heads[0], "complete"), (2, heads[1], "complete"), (3, heads[2], "complete")]
-        history = h.ledger.history(pr["id"], "D1")
-        assert [(x["round"], x["state"], x["rule"]) for x in history][-1] == \
-            (3, "Resolved", "tests-added")
+        assert [(x["round"], x["state"], x["rule"]) for x in h.ledger.history(pr["id"], "D3")] \
+            == [(1, "New", "raised-by-review-comment"), (2, "Open", "anchor-untouched"),
+                (3, "Resolved", "tests-added")]
         d1 = h.ledger.defect(pr["id"], "D1")
+        assert d1.rule == "debug-print"
 
         # One review, for the only round with New defects, inline on that round's head.
         [posted] = [r.body for r in fake.requests
                     if r.method == "POST" and r.path.endswith(f"/pulls/{number}/reviews")]
         assert posted["commit_id"] == heads[0] and posted["event"] == "COMMENT"
+        printed = task.round(1).files["app/users.py"].splitlines().index(
+            '    print("profile lookup", user_id, profile)') + 1
         assert [(c["path"], c["line"], c["side"]) for c in posted["comments"]] == \
-            [(d1.path, d1.line_end, "RIGHT")]
+            [("app/users.py", printed, "RIGHT")]
         reviews = [r for r in fake.reviews(repo, number)
                    if r["user"]["login"] == bot and r["body"]]  # replies come in empty ones
         assert [(r["commit_id"], r["state"]) for r in reviews] == [(heads[0], "COMMENTED")]
         ours = [c for c in fake.review_comments(repo, number) if c["user"]["login"] == bot]
         top = [c for c in ours if not c.get("in_reply_to_id")]
         assert [(c["original_commit_id"], c["original_line"]) for c in top] == \
-            [(heads[0], d1.line_end)]
+            [(heads[0], printed)]
         assert d1.comment_ids[0] == top[0]["id"]
 
-        # Replies where a state changed: D2 (a reviewer's) in round 2, D1 in round 3.
+        # Replies where a state changed: D1 (the bot's) and D2 (a reviewer's) in round 2, D3
+        # in round 3. D3 New -> Open in round 2 gets none (nobody had claimed a fix yet).
         replies = [c for c in ours if c.get("in_reply_to_id")]
         d2_root = h.ledger.thread_root(pr["id"], "D2")["id"]
-        assert [(c["in_reply_to_id"], render.read_marker(c["body"])) for c in replies] == [
-            (d2_root, ("state", "D2", 2)), (top[0]["id"], ("state", "D1", 3))]
-        assert "D1 looks resolved" in replies[1]["body"]
+        d3_root = h.ledger.thread_root(pr["id"], "D3")["id"]
+        assert sorted((c["in_reply_to_id"], render.read_marker(c["body"])) for c in replies) == \
+            sorted([(top[0]["id"], ("state", "D1", 2)), (d2_root, ("state", "D2", 2)),
+                    (d3_root, ("state", "D3", 3))])
+        assert all("looks resolved" in c["body"] for c in replies)
 
-        # The bot's own thread (D1) resolved through GraphQL; the reviewer's thread left alone.
+        # The bot's own thread (D1) resolved through GraphQL; the reviewers' threads left alone.
         mutations = [r for r in fake.requests if r.path == "/graphql"
                      and RESOLVE_MUTATION in r.body["query"]]
         assert len(mutations) == 1
@@ -102,7 +109,7 @@ async def test_the_python_example_end_to_end(tmp_path):
         assert mutations[0].body["variables"]["id"] == threads[top[0]["id"]]["node_id"]
         assert (threads[top[0]["id"]]["is_resolved"], threads[top[0]["id"]]["resolved_by"]) == \
             (True, bot)
-        assert threads[d2_root]["is_resolved"] is False
+        assert threads[d2_root]["is_resolved"] is False and threads[d3_root]["is_resolved"] is False
         assert h.ledger.defect(pr["id"], "D1").thread_node_id == \
             threads[top[0]["id"]]["node_id"]
 
@@ -113,9 +120,13 @@ async def test_the_python_example_end_to_end(tmp_path):
         edits = [r for r in fake.requests
                  if r.method == "PATCH" and r.path.endswith(f"/issues/comments/{summary['id']}")]
         assert (len(created), len(edits)) == (1, 2)
+        # round 1 adds code and no test: a note (not a tracked defect) until tests arrive
+        assert "no test" in created[0].body["body"] and "require_tests" in created[0].body["body"]
+        assert "require_tests" not in summary["body"]
         assert summary["body"].startswith(render.SUMMARY_MARKER)
         assert f"round 3 · `{heads[2][:7]}`" in summary["body"]
-        assert summary_rows(summary["body"]) == {"D1": "Resolved", "D2": "Resolved"}
+        assert summary_rows(summary["body"]) == {"D1": "Resolved", "D2": "Resolved",
+                                                 "D3": "Resolved"}
         assert [j["status"] for j in h.ledger.db["jobs"].rows] == ["done"] * 8
 
 
@@ -413,7 +424,8 @@ async def test_drafts_are_reviewed_when_configured(tmp_path):
 
 async def test_settings_on_the_default_branch_are_honoured(tmp_path):
     async with running_bot(tmp_path) as bot:
-        open_pr(bot.fake, default_files={".github/roundwise.yml": "max_comments: 1\n"})
+        open_pr(bot.fake, default_files={".github/roundwise.yml":
+                                          "max_comments: 1\nrequire_tests: true\n"})
         await bot.pull_request("opened")
         await bot.idle()
         assert bot.states() == {"D1": "New"}  # the more severe finding only
@@ -444,7 +456,8 @@ async def test_an_invalid_settings_file_gives_one_clear_note_not_a_crash(tmp_pat
         await bot.pull_request("synchronize")
         await bot.idle()
         assert [j["status"] for j in bot.jobs()] == ["done", "done"]
-        assert bot.states() == {"D1": "Resolved", "D2": "Open"}  # the defaults applied
+        # the defaults applied: "no tests" is only a note, so the print is the one defect
+        assert bot.states() == {"D1": "Open"}
         [note] = bot.bot_comments()
         assert note["body"].count(".github/roundwise.yml") == 1
         assert "⚠️ .github/roundwise.yml: max_comments must be a whole number >= 0; using " \

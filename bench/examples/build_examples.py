@@ -71,9 +71,15 @@ PY_R1 = PY_BASE + '''
 def get_user_profile(user_id):
     """Return a user's profile, served from the cache when possible."""
     profile = query_one("select * from profiles where user_id = ?", user_id)
+    print("profile lookup", user_id, profile)
     cached = cache.get(f"profile:{user_id}")
     if cached is not None:
         return cached
+    if profile is None:
+        raise KeyError(f"no profile for user {user_id}")
+    profile = dict(profile)
+    profile["display_name"] = profile.get("nickname") or profile.get("name") or "?"
+    profile["avatar"] = profile.get("avatar") or "/static/default-avatar.png"
     cache.set(f"profile:{user_id}", profile)
     return profile
 '''
@@ -86,6 +92,11 @@ def get_user_profile(user_id):
     if cached is not None:
         return cached
     profile = query_one("select * from profiles where user_id = ?", user_id)
+    if profile is None:
+        raise KeyError(f"no profile for user {user_id}")
+    profile = dict(profile)
+    profile["display_name"] = profile.get("nickname") or profile.get("name") or "?"
+    profile["avatar"] = profile.get("avatar") or "/static/default-avatar.png"
     cache.set(f"profile:{user_id}", profile)
     return profile
 '''
@@ -104,8 +115,9 @@ def test_profile_cache_miss_queries_and_stores(monkeypatch):
     monkeypatch.setattr(users.cache, "get", lambda key: None)
     monkeypatch.setattr(users.cache, "set", stored.__setitem__)
     monkeypatch.setattr(users, "query_one", lambda *a: {"name": "bob"})
-    assert users.get_user_profile(2) == {"name": "bob"}
-    assert stored == {"profile:2": {"name": "bob"}}
+    profile = users.get_user_profile(2)
+    assert profile["display_name"] == "bob"
+    assert stored == {"profile:2": profile}
 '''
 
 
@@ -136,6 +148,7 @@ def python_figure1():
          "path": "app/users.py", "line": def_line, "start_line": None, "side": "RIGHT",
          "body": "Done.", "in_reply_to": 2, "created_at": "2026-11-03T09:01:00Z"},
     ]
+    printed = line_of(PY_R1, "print(")
     defects = [
         {"id": "D1", "description": "The cache lookup runs after the database query, so the "
          "cache never saves a query; check the cache first and query only on a miss.",
@@ -149,6 +162,11 @@ def python_figure1():
          "states": ["New", "Open", "Resolved"], "comment_ids": [2],
          "evidence": "The author says 'Done' after round 2 but adds no test; round 3 adds "
                      "tests/test_users.py."},
+        {"id": "D3", "description": "A leftover debug print of the profile lookup writes user "
+         "data to standard output.", "path": "app/users.py", "line_start": printed,
+         "line_end": printed, "raised_in_round": 1, "type": "E.3.1", "severity": "Minor",
+         "states": ["New", "Resolved", "Resolved"], "comment_ids": [],
+         "evidence": "No reviewer wrote it; the print is gone in round 2."},
     ]
     return build(
         "example-python-profile-cache", "example/shop", "Python",

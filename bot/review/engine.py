@@ -37,6 +37,7 @@ class Settings:
     max_comments: int = 20
     min_severity: str = "Minor"
     static_checks: bool = True
+    require_tests: bool = False  # track "code changed, no test changed" as a defect
 
 
 @dataclass
@@ -100,6 +101,7 @@ class RoundResult:
     repeated: dict[str, Finding] = field(default_factory=dict)  # tracked key -> repeat
     dropped: Counter = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
+    notes: list[str] = field(default_factory=list)  # for the summary, not tracked
 
     def code_for(self, ctx: RoundContext, finding: Finding) -> str | None:
         return ctx.code_at(finding.path, finding.line_start, finding.line_end)
@@ -175,6 +177,10 @@ class Engine:
         postable = DiffLines(ctx.pr_diff)
         tracked = self._positions(ctx, decisions)
         for finding in raw:
+            if finding.rule == "missing-tests" and not ctx.settings.require_tests:
+                result.notes.append(finding.description)  # a nudge, not a tracked defect
+                result.dropped["tests_not_required"] += 1
+                continue
             reason = postable.valid(finding) or self._ignored(ctx, finding)
             if reason:
                 result.dropped[reason] += 1

@@ -1121,8 +1121,29 @@ _NOT_SOURCE = re.compile(r"(^|/)(setup|conftest|noxfile|manage|conf)\.py$|\.conf
                          re.IGNORECASE)
 
 
+_DEFINITION = {
+    PYTHON: _rx(r"^\s*(async\s+def|def|class)\s+[A-Za-z_]\w*"),
+    JAVASCRIPT: _rx(r"^\s*(export\s+)?(default\s+)?(async\s+)?(function\b|class\s+\w+)|"
+                    r"^\s*(export\s+)?(const|let)\s+\w+\s*=\s*(async\s+)?(\(|\w+\s*=>|function)|"
+                    r"^\s*(async\s+)?(static\s+)?[A-Za-z_$][\w$]*\s*\([^)]*\)\s*\{"),
+    JAVA: _rx(r"^\s*((public|private|protected|static|final|abstract|synchronized)\s+)+"
+              r"[\w<>\[\],.?\s]*\b\w+\s*\(|^\s*(public\s+)?(final\s+)?(class|interface|record"
+              r"|enum)\s+\w+"),
+    CSHARP: _rx(r"^\s*((public|private|protected|internal|static|async|override|virtual|"
+                r"sealed|abstract)\s+)+[\w<>\[\],.?\s]*\b\w+\s*\(|^\s*((public|internal)\s+)?"
+                r"(static\s+|sealed\s+|partial\s+)*(class|interface|record|struct)\s+\w+"),
+}
+_DEFINITION[TYPESCRIPT] = _DEFINITION[JAVASCRIPT]
+MIN_UNTESTED_LINES = 10  # less new code than this is not worth asking for tests
+
+
 def _missing_tests(files: list[ChangedFile], touched: list[str]) -> Finding | None:
-    """One E.4 finding when source files gain code but no test file is added or changed."""
+    """One E.4 finding when source files gain new behaviour but no test file is touched.
+
+    New behaviour means a new function, method or class with at least MIN_UNTESTED_LINES
+    added code lines in that file; edits inside existing code are not flagged, which is what
+    keeps this check from firing on every pull request.
+    """
     if any(is_test_path(p) for p in touched):
         return None
     sources = []
@@ -1131,8 +1152,10 @@ def _missing_tests(files: list[ChangedFile], touched: list[str]) -> Finding | No
                 or _NOT_SOURCE.search(cf.path)):
             continue
         code_lines = [n for n in cf.added if cf.code_line(n)]
-        if code_lines:
-            sources.append((-len(code_lines), cf.path, min(code_lines), cf))
+        pattern = _DEFINITION[cf.language]
+        definitions = [n for n in code_lines if pattern.search(cf.code.get(n, ""))]
+        if definitions and len(code_lines) >= MIN_UNTESTED_LINES:
+            sources.append((-len(code_lines), cf.path, min(definitions), cf))
     if not sources:
         return None
     sources.sort(key=lambda s: s[:3])
@@ -1140,9 +1163,9 @@ def _missing_tests(files: list[ChangedFile], touched: list[str]) -> Finding | No
     others = len(sources) - 1
     more = f" and {others} other source file{'s' if others > 1 else ''}" if others else ""
     return Finding(
-        description=f"This change adds code to `{path}`{more} but adds or updates no test, so the "
-        "new behaviour is unverified and can regress unnoticed; add tests that cover it.",
-        path=path, line_start=first, line_end=first, type="E.4", severity="Normal",
+        description=f"This change adds new code to `{path}`{more} but adds or updates no test, "
+        "so the new behaviour is unverified and can regress unnoticed; add tests that cover it.",
+        path=path, line_start=first, line_end=first, type="E.4", severity="Minor",
         confidence=0.3, rule="missing-tests", origin=Origin.BOT,
     )
 
