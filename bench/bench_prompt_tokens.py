@@ -36,7 +36,7 @@ import litellm  # imported after the offline price-list switch above
 
 from bench.scripted_llm import ScriptedLLM, system_text
 from bench.tasks import Task, load_tasks
-from bench.tracking import event_comment
+from bench.tracking import take_event
 from bot.review.engine import Engine, RoundContext
 from bot.review.llm import (
     LLMClient,
@@ -45,8 +45,6 @@ from bot.review.llm import (
     LLMVerifier,
     stateless_messages,
 )
-from tracker.anchors import excerpt
-from tracker.intake import take_comment
 from tracker.ledger import Ledger
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -90,14 +88,7 @@ def take_events(task: Task, t: int, ledger: Ledger, pr_id: int) -> None:
     """The people's review of round ``t`` into the ledger, as the bot's webhooks would."""
     snapshot = task.snapshot(t)
     for event in task.events(t):
-        comment = event_comment(event)
-        if comment is None:
-            continue
-        code = None
-        if comment.path and comment.line:
-            start = comment.start_line or comment.line
-            code = "\n".join(excerpt(snapshot.get(comment.path), start, comment.line)) or None
-        take_comment(ledger, pr_id, comment, pr_author=task.pr.get("author"), code=code)
+        take_event(ledger, pr_id, event, snapshot, pr_author=task.pr.get("author"))
 
 
 def stateless_for(task: Task, t: int) -> list[dict]:

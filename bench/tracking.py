@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tracker.anchors import excerpt
 from tracker.decide import RoundInput, decide_round
-from tracker.intake import Comment, take_comment
+from tracker.intake import Comment, Outcome, take_comment
 from tracker.ledger import Ledger
 
 from .metrics import TrackPair, tracking_scores
@@ -74,6 +74,22 @@ def event_comment(event: dict) -> Comment | None:
     )
 
 
+def take_event(ledger: Ledger, pr_id: int, event: dict, snapshot: dict[str, str | None], *,
+               pr_author: str | None) -> Outcome | None:
+    """One task event into the ledger, as the bot's webhook handling would take it.
+
+    ``snapshot`` is the files at the head the event was written on (for the anchored code).
+    """
+    comment = event_comment(event)
+    if comment is None:
+        return None
+    code = None
+    if comment.path and comment.line:
+        start = comment.start_line or comment.line
+        code = "\n".join(excerpt(snapshot.get(comment.path), start, comment.line)) or None
+    return take_comment(ledger, pr_id, comment, pr_author=pr_author, code=code)
+
+
 def replay_task(task: Task, ledger: Ledger) -> Replay:
     """Feed one task's rounds and human events through the tracker in ``ledger``."""
     replay = Replay(task)
@@ -95,16 +111,9 @@ def replay_task(task: Task, ledger: Ledger) -> Replay:
         replay.answers[t] = {d.key: str(d.state) for d in ledger.defects(pr_id)
                              if not d.ignored}
         for event in rnd.events:
-            comment = event_comment(event)
-            if comment is None:
-                continue
-            code = None
-            if comment.path and comment.line:
-                start = comment.start_line or comment.line
-                code = "\n".join(excerpt(snapshot.get(comment.path), start, comment.line)) or None
-            outcome = take_comment(ledger, pr_id, comment, pr_author=author, code=code)
-            if outcome.defect is not None:
-                replay.comment_keys[comment.id] = outcome.defect.key
+            outcome = take_event(ledger, pr_id, event, snapshot, pr_author=author)
+            if outcome is not None and outcome.defect is not None:
+                replay.comment_keys[event["id"]] = outcome.defect.key
     return replay
 
 

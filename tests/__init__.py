@@ -1,0 +1,1 @@
+"""roundwise tests: real servers on loopback, real SQLite files, real diffs."""

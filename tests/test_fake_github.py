@@ -18,8 +18,6 @@ import gidgethub.sansio
 import jwt
 import pytest
 import unidiff
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from gidgethub.aiohttp import GitHubAPI
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +25,7 @@ from hypothesis import strategies as st
 from bench import payloads
 from bench.diffs import git_diff
 from bench.fake_github import FakeGitHub
+from bench.replay import throwaway_key
 
 APP_ID = 4242
 REPO = "octo/widgets"
@@ -57,12 +56,7 @@ RESOLVE = (
 
 @pytest.fixture(scope="module")
 def keys() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
+    return throwaway_key()
 
 
 @pytest.fixture

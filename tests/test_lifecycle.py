@@ -1,3 +1,5 @@
+"""The lifecycle state machine: which state changes between rounds are allowed."""
+
 import pytest
 
 from tracker.lifecycle import (

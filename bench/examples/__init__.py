@@ -1,0 +1,1 @@
+"""Example multi-round tasks bundled with roundwise, and the script that builds them."""
