@@ -16,8 +16,9 @@ import unidiff
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.review.offline import find_ruff, is_test_path, lex, review_offline
+from bot.review.offline import find_ruff, lex, review_offline
 from tracker.models import MCR_TYPES, SEVERITIES, Finding
+from tracker.paths import is_test_path
 
 DATA = Path("/work/shared/data")
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="needs /work/shared/data")
