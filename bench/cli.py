@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from .metrics import settled_ok
 from .tasks import TaskError, load_tasks
 from .tracking import replay_tasks, score_replays
 
@@ -63,7 +64,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     tracking.add_argument("--tasks", nargs="+", required=True, help="task files or folders")
     tracking.add_argument("--json", action="store_true", help="print the scores as JSON")
-    tracking.add_argument("--errors", action="store_true", help="list every wrong live answer")
+    tracking.add_argument("--errors", action="store_true",
+                          help="list every wrong answer (live and settled) with its evidence")
+    tracking.add_argument("--baseline", choices=["naive"],
+                          help="also score the trivial tracker on the same pairs, side by side")
     tracking.set_defaults(func=cmd_tracking)
 
 
@@ -97,28 +101,59 @@ def cmd_demo(args) -> int:
 
 
 def cmd_tracking(args) -> int:
+    from .tracking import naive_decide
+
     tasks = _load(args.tasks)
     replays = replay_tasks(tasks)
     scores = score_replays(replays)
+    baseline = None
+    if args.baseline == "naive":
+        baseline = score_replays(replay_tasks(tasks, decide=naive_decide))
+        scores["baseline"] = baseline
     if args.json:
         print(json.dumps(scores, indent=2))
     else:
-        print(f"tasks {scores['tasks']} (multi-round)")
-        print(f"live pairs {scores['n']} (Open {scores['support_by_state']['Open']}, "
-              f"Resolved {scores['support_by_state']['Resolved']}; untracked "
-              f"{scores['untracked']})")
-        print(f"  accuracy           {scores['state_accuracy']:.3f}")
-        print(f"  balanced accuracy  {scores['balanced_accuracy']:.3f}")
-        for state, recall in scores["recall_by_state"].items():
-            print(f"  recall {state:<10}  {recall:.3f}")
-        print(f"settled pairs {scores['settled_n']}, errors {scores['settled_errors']}")
+        print(tracking_table(scores, baseline))
     if args.errors:
         for replay in replays:
             for pair in replay.pairs():
-                if pair.live and (pair.answer == "Resolved") != (pair.gold == "Resolved"):
-                    print(f"  {pair.task} {pair.defect} round {pair.round}: gold {pair.gold}, "
-                          f"answer {pair.answer}")
+                wrong_live = pair.live and (pair.answer == "Resolved") != (pair.gold == "Resolved")
+                wrong_settled = pair.settled and not settled_ok(pair)
+                if wrong_live or wrong_settled:
+                    key = replay.key_for(next(c for c in replay.task.defects
+                                              if c["id"] == pair.defect))
+                    why = replay.evidence.get(pair.round, {}).get(key, "")
+                    print(f"  {'live' if pair.live else 'settled'} {pair.task} {pair.defect} "
+                          f"round {pair.round}: gold {pair.gold}, answer {pair.answer} "
+                          f"({key}: {why[:160]})")
     return 0
+
+
+def tracking_table(scores: dict, baseline: dict | None = None) -> str:
+    """Tracking figures as a small table; with a baseline, its figures in a second column."""
+    rows = [
+        ("live pairs", f"{scores['n']} (Open {scores['support_by_state']['Open']}, Resolved "
+                       f"{scores['support_by_state']['Resolved']})", None),
+        ("accuracy", f"{scores['state_accuracy']:.3f}",
+         baseline and f"{baseline['state_accuracy']:.3f}"),
+        ("balanced accuracy", f"{scores['balanced_accuracy']:.3f}",
+         baseline and f"{baseline['balanced_accuracy']:.3f}"),
+    ]
+    for state in ("Open", "Resolved"):
+        if state in scores["recall_by_state"]:
+            rows.append((f"recall {state}", f"{scores['recall_by_state'][state]:.3f}",
+                         baseline and f"{baseline['recall_by_state'].get(state, 0.0):.3f}"))
+    rows.append(("settled errors", f"{scores['settled_errors']}/{scores['settled_n']}",
+                 baseline and f"{baseline['settled_errors']}/{baseline['settled_n']}"))
+    lines = [f"tasks {scores['tasks']} (multi-round)"]
+    if baseline:
+        lines.append(f"{'':<20}{'roundwise':>12}{'naive':>12}")
+    for name, ours, theirs in rows:
+        if name == "live pairs":
+            lines.append(f"{name:<20}{ours}")
+        else:
+            lines.append(f"{name:<20}{ours:>12}" + (f"{theirs:>12}" if baseline else ""))
+    return "\n".join(lines)
 
 
 def cmd_run(args) -> int:

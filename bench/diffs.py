@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import unidiff
 
+from tracker.anchors import reverse_apply  # noqa: F401 - re-exported for the task loader
+
 CONTEXT_LINES = 3
 
 
@@ -238,35 +240,3 @@ def map_line(old: str | None, new: str | None, line: int) -> int | None:
 def file_diff(path: str, old: str | None, new: str | None) -> str:
     """The git-format diff of one file (``old``/``new`` None when absent); "" if unchanged."""
     return git_diff({path: old}, {path: new})
-
-
-def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | None:
-    """The text a file had before ``patched`` turned it into ``new_text``.
-
-    Returns None when the file did not exist before (an added file).
-    """
-    if patched.is_added_file:
-        return None
-    new_lines = (new_text or "").splitlines(keepends=True)
-    out: list[str] = []
-    pos = 0  # index into new_lines
-    old_no_newline = False
-    for hunk in patched:
-        start = hunk.target_start - 1 if hunk.target_length else hunk.target_start
-        out.extend(new_lines[pos:start])
-        pos = start
-        previous = None
-        for line in hunk:
-            if line.line_type in (" ", "-"):
-                out.append(line.value)
-            if line.line_type in (" ", "+"):
-                pos += 1
-            if line.line_type == "\\" and previous in (" ", "-"):
-                old_no_newline = True
-            if line.line_type != "\\":
-                previous = line.line_type
-    out.extend(new_lines[pos:])
-    text = "".join(out)
-    if old_no_newline and text.endswith("\n"):
-        text = text[:-1]
-    return text

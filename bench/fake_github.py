@@ -955,6 +955,22 @@ class FakeGitHub:
         the_repo.branches[pr.head_ref] = head_sha
         return self.pr_json(repo, number)
 
+    def advance_base(self, repo: str, number: int, sha: str, files: dict[str, str | None],
+                     message: str = "Upstream change") -> None:
+        """Someone merges ``files`` into the PR's base branch as commit ``sha`` and the PR is
+        retargeted onto it, as before a rebase: the next ``push(..., force=True)`` builds its
+        head on this new base (the PR's commits are replaced, the old head is no ancestor)."""
+        the_repo, pr = self._pr(repo, number)
+        tree = dict(the_repo.trees[pr.base_sha])
+        for path, text in files.items():
+            if text is None:
+                tree.pop(path, None)
+            else:
+                tree[path] = text
+        self._add_commit(the_repo, sha, message, [pr.base_sha], pr.author, tree)
+        the_repo.branches[pr.base_ref] = sha
+        pr.base_sha = sha
+
     def set_permission(self, repo: str, user: str, permission: str) -> None:
         """Grant ``user`` a role: admin, maintain, write, triage, read or none."""
         if permission not in PERMISSION_LEVELS:

@@ -68,7 +68,7 @@ def tracking_scores(pairs: list[TrackPair]) -> dict:
         members = [ok for p, ok in zip(live, correct) if live_class(p.gold) == cls]
         if members:
             recalls[cls] = sum(members) / len(members)
-    settled_errors = sum(1 for p in settled if not _settled_ok(p))
+    settled_errors = sum(1 for p in settled if not settled_ok(p))
     return {
         "n": len(live),
         "state_accuracy": _safe(sum(correct), len(live)),
@@ -83,7 +83,8 @@ def tracking_scores(pairs: list[TrackPair]) -> dict:
     }
 
 
-def _settled_ok(pair: TrackPair) -> bool:
+def settled_ok(pair: TrackPair) -> bool:
+    """Whether the answer for a settled pair is right (kept Resolved, or caught coming back)."""
     if pair.gold == "Reopened":
         return pair.answer in UNRESOLVED
     return pair.answer == "Resolved"

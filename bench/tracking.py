@@ -16,8 +16,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracker.anchors import excerpt
+from collections.abc import Callable
+
+from tracker.anchors import DiffMap, excerpt, find_code, normalise
 from tracker.decide import RoundInput, decide_round
+from tracker.lifecycle import State
+from tracker.models import Decision, Defect
+from tracker.interdiff import interdiff
 from tracker.intake import Comment, Outcome, take_comment
 from tracker.ledger import Ledger
 
@@ -90,7 +95,47 @@ def take_event(ledger: Ledger, pr_id: int, event: dict, snapshot: dict[str, str 
     return take_comment(ledger, pr_id, comment, pr_author=pr_author, code=code)
 
 
-def replay_task(task: Task, ledger: Ledger) -> Replay:
+Decide = Callable[[list[Defect], RoundInput], list[Decision]]
+
+
+def naive_decide(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
+    """The trivial tracker every change is measured against.
+
+    A defect is Open while the whitespace-stripped text of the lines it was raised on still
+    stands somewhere in its file at the new head, and Resolved otherwise (also when the file
+    left the PR, and for remarks not anchored to code, whose text cannot stand anywhere).
+    Human actions (resolving a thread) are not used.
+    """
+    out = []
+    for d in defects:
+        if d.ignored:
+            continue
+        if d.state is State.RESOLVED:
+            out.append(Decision(d.key, State.RESOLVED, "naive", "resolved earlier"))
+            continue
+        text = rnd.files.get(d.path) if d.path else None
+        stands = bool(d.code and normalise(d.code) and find_code(text, d.code))
+        out.append(Decision(d.key, State.OPEN if stands else State.RESOLVED, "naive",
+                            "its text still stands" if stands else "its text is gone"))
+    return out
+
+
+def round_input(task: Task, t: int, signals) -> RoundInput:
+    """What the tracker sees at round ``t``: the author's change since round t-1, without the
+    upstream changes a merge of the target branch (a new base) brought in."""
+    snapshot = task.snapshot(t)
+    before, now = task.round(t - 1), task.round(t)
+    if (before.base_sha or task.pr.get("base_sha")) == (now.base_sha or task.pr.get("base_sha")):
+        return RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot, signals)
+    previous = task.snapshot(t - 1)
+    paths = set(previous) | set(snapshot)
+    moved = interdiff(before.diff, now.diff, {p: previous.get(p) for p in paths},
+                      {p: snapshot.get(p) for p in paths})
+    return RoundInput(t, DiffMap(moved.round), snapshot, list(signals),
+                      upstream=DiffMap(moved.upstream))
+
+
+def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Replay:
     """Feed one task's rounds and human events through the tracker in ``ledger``."""
     replay = Replay(task)
     author = task.pr.get("author")
@@ -102,9 +147,8 @@ def replay_task(task: Task, ledger: Ledger) -> Replay:
         ledger.begin_round(pr_id, rnd.head_sha, rnd.base_sha or task.pr.get("base_sha"))
         snapshot = task.snapshot(t)
         if t > 1:
-            inp = RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot,
-                                       ledger.signals(pr_id, since_round=t - 1))
-            decisions = decide_round(ledger.defects(pr_id), inp)
+            inp = round_input(task, t, ledger.signals(pr_id, since_round=t - 1))
+            decisions = decide(ledger.defects(pr_id), inp)
             ledger.record_round(pr_id, t, decisions)
             replay.evidence[t] = {d.key: f"{d.rule}: {d.evidence}" for d in decisions}
         ledger.finish_round(pr_id, t)
@@ -117,7 +161,8 @@ def replay_task(task: Task, ledger: Ledger) -> Replay:
     return replay
 
 
-def replay_tasks(tasks: list[Task], workdir: str | Path | None = None) -> list[Replay]:
+def replay_tasks(tasks: list[Task], workdir: str | Path | None = None,
+                 decide: Decide = decide_round) -> list[Replay]:
     """Replay every multi-round task, each in its own ledger file under ``workdir``."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(workdir or tmp)
@@ -129,7 +174,7 @@ def replay_tasks(tasks: list[Task], workdir: str | Path | None = None) -> list[R
             path = base / f"{task.task_id}.db"
             path.unlink(missing_ok=True)
             with Ledger(path) as ledger:
-                replays.append(replay_task(task, ledger))
+                replays.append(replay_task(task, ledger, decide))
         return replays
 
 

@@ -299,6 +299,11 @@ class RepoClient:
         return await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"),
                                 accept=DIFF)
 
+    async def compare_status(self, base: str, head: str) -> str:
+        """How ``head`` relates to ``base``: ahead, behind, diverged or identical."""
+        data = await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"))
+        return str(data.get("status") or "") if isinstance(data, dict) else ""
+
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (default branch when None); None when it does not exist."""
         url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref)}" if ref else "")

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
+from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
@@ -123,9 +124,11 @@ class RoundRunner:
             round_diff = pr_diff  # the first round: the whole PR is new
         elif previous["head_sha"] == head:
             round_diff = ""  # ``/roundwise review`` of the same head: nothing moved
-        else:
-            round_diff = await gh.compare_diff(previous["head_sha"], head)
         tracked = self.ledger.defects(pr["id"], include_ignored=False)
+        upstream_diff = ""
+        if previous is not None and previous["head_sha"] != head:
+            round_diff, upstream_diff = await self._round_diff(gh, previous, head, pr_diff,
+                                                               tracked)
         anchor_diffs = await self._anchor_diffs(gh, tracked, previous, head)
         changed = DiffLines(pr_diff).paths()
         paths = sorted(changed)[:MAX_FILES]
@@ -139,12 +142,34 @@ class RoundRunner:
                                                          if previous else 0),
             discussion=self._discussion(pr["id"], previous), settings=settings,
             previous_head=previous["head_sha"] if previous else None,
-            anchor_diffs=anchor_diffs,
+            anchor_diffs=anchor_diffs, upstream_diff=upstream_diff,
         )
         result = await self.engine.review(ctx)
         metrics.LLM_TOKENS.labels(kind="prompt").inc(result.usage.prompt_tokens)
         metrics.LLM_TOKENS.labels(kind="completion").inc(result.usage.completion_tokens)
         return plan_from(result, ctx, int(self.ledger.next_key(pr["id"])[1:]))
+
+    @staticmethod
+    async def _round_diff(gh: RepoClient, previous: dict, head: str, pr_diff: str,
+                          tracked: list[Defect]) -> tuple[str, str]:
+        """The author's change since the last review, and the upstream changes to set aside.
+
+        A push on top of the reviewed head: compare(old, new), nothing upstream. A rebase or
+        force-push (the old head is no ancestor of the new one): the interdiff of the PR's
+        diffs at both heads (``tracker.interdiff``), so upstream edits move no defect and
+        resolve none.
+        """
+        old = previous["head_sha"]
+        if await gh.compare_status(old, head) in ("ahead", "identical", ""):
+            return await gh.compare_diff(old, head), ""
+        old_pr_diff = await gh.compare_diff(previous["base_sha"] or old, old)
+        paths = sorted(DiffLines(old_pr_diff).paths() | DiffLines(pr_diff).paths()
+                       | {d.path for d in tracked if d.path})[:MAX_FILES]
+        before = {p: await gh.file_text(p, old) for p in paths}
+        after = {p: await gh.file_text(p, head) for p in paths}
+        moved = interdiff(old_pr_diff, pr_diff, before, after)
+        log.info("%s is not an ancestor of %s: reviewing the interdiff", old[:7], head[:7])
+        return moved.round, moved.upstream
 
     @staticmethod
     async def _anchor_diffs(gh: RepoClient, tracked: list[Defect], previous: dict | None,

@@ -346,7 +346,7 @@ async def test_verifier_overturns_a_resolved_candidate():
     assert decision.state is State.OPEN
     assert decision.rule == "anchor-modified+overturned"
     assert decision.decided_by is DecidedBy.LLM and not decision.candidate
-    assert "anchored code changed" in decision.evidence  # the tracker's evidence is kept
+    assert "was edited" in decision.evidence  # the tracker's evidence is kept
     assert "verifier: get() now returns None" in decision.evidence
     assert "return store.get(key)" in decision.evidence
     [request] = verify

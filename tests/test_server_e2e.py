@@ -546,3 +546,37 @@ async def test_a_comment_on_an_unreviewed_push_is_mapped_from_that_push(tmp_path
         assert d.anchor_sha == HEAD3
         compares = bot.calls("GET", rf"/compare/{HEAD2}\.\.\.{HEAD3}")
         assert len(compares) == 1
+
+
+async def test_a_rebase_onto_upstream_edits_changes_no_defect(tmp_path):
+    """A force-push that rebases the PR onto a newer base, whose unrelated upstream edits
+    touch the defects' file, moves the defects with the code and resolves none of them."""
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        open_pr(fake)
+        await bot.pull_request("opened")
+        await bot.idle()
+        comment = fake.add_review_comment(REPO, NUMBER, "rina", "app/core.py", 8,
+                                          "`total` can lose precision here; use math.fsum.")
+        await bot.deliver("pull_request_review_comment",
+                          payloads.review_comment(fake, REPO, NUMBER, comment))
+        await bot.idle()
+        before = bot.states()
+        assert before["D3"] == "New" and before["D2"] == "New"  # the reviewer's, the print
+
+        upstream = ("def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"
+                    "    return a + b  # upstream\n")
+        fake.advance_base(REPO, NUMBER, "c" * 40, {"app/core.py": upstream})
+        rebased = ROUND1_FILES["app/core.py"].replace("def add(a, b):\n    return a + b\n",
+                                                      upstream)
+        fake.push(REPO, NUMBER, HEAD2, {"app/core.py": rebased}, force=True)
+        await bot.pull_request("synchronize")
+        await bot.idle()
+
+        assert [r["status"] for r in bot.rounds()] == ["complete", "complete"]
+        assert bot.states() == {"D1": "Open", "D2": "Open", "D3": "Open"}
+        pr = bot.ledger.find_pull_request(REPO, NUMBER)
+        d3 = bot.ledger.defect(pr["id"], "D3")
+        assert (d3.line_start, d3.code) == (9, "    total = sum(result)")  # moved, not fixed
+        assert bot.ledger.history(pr["id"], "D3")[-1]["rule"] == "anchor-untouched"
+        assert bot.calls("GET", r"/compare/1{40}\.\.\.2{40}$")  # asked how the heads relate

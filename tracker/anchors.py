@@ -26,6 +26,8 @@ from enum import Enum
 import unidiff
 
 NEARBY_LINES = 1  # an edit on the line just before or after an anchor counts as next to it
+RENAME_SIMILARITY = 0.5  # a deleted and an added file this alike are one file renamed (git -M)
+MAX_RENAME_PAIRS = 400  # deleted x added pairs compared at most, to bound the work
 
 
 class DiffError(ValueError):
@@ -99,6 +101,7 @@ class FileMap:
     """Line mapping for one file of a diff, from the old side to the new side."""
 
     def __init__(self, patched: unidiff.PatchedFile):
+        self.patched = patched
         self.old_path = _strip_prefix(patched.source_file)
         self.new_path = _strip_prefix(patched.target_file)
         self.binary = patched.is_binary_file
@@ -199,6 +202,19 @@ class FileMap:
                     left.add(ln.source_line_no)
         return right, left
 
+    def removed_lines(self) -> list[tuple[int, str]]:
+        """(old line number, text) of every line this diff removes from the file."""
+        return [
+            (ln.source_line_no, ln.value.rstrip("\n"))
+            for _, _, lines in self._hunks
+            for ln in lines
+            if ln.line_type == "-"
+        ]
+
+    def old_text(self, new_text: str | None) -> str | None:
+        """The file's text before this diff, from its text after it (None if it was added)."""
+        return reverse_apply(new_text, self.patched)
+
     def added_lines(self) -> list[tuple[int, str]]:
         """(new line number, text) of every line this diff adds to the file."""
         return [
@@ -225,6 +241,50 @@ class DiffMap:
                 self.files[fm.old_path] = fm
             if fm.new_path is not None:
                 self.new_files[fm.new_path] = fm
+        self.renames: dict[str, str] = {}  # old path -> new path, found by similarity
+        self._pair_renames()
+
+    def _pair_renames(self) -> None:
+        """Pair deleted files with added files whose text is alike, as ``git diff -M`` does,
+        so that a defect in a file that was renamed and edited follows it instead of reading
+        as deleted."""
+        gone = [fm for fm in self.files.values() if fm.removed_file and not fm.binary]
+        born = [fm for fm in self.new_files.values() if fm.added_file and not fm.binary]
+        if not gone or not born or len(gone) * len(born) > MAX_RENAME_PAIRS:
+            return
+        taken: set[str] = set()
+        for old in gone:
+            old_lines = [text for _, text in old.removed_lines()]
+            best, best_ratio = None, RENAME_SIMILARITY
+            for new in born:
+                if new.new_path in taken:
+                    continue
+                new_lines = [text for _, text in new.added_lines()]
+                matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+                if matcher.real_quick_ratio() < best_ratio or matcher.quick_ratio() < best_ratio:
+                    continue
+                ratio = matcher.ratio()
+                if ratio >= best_ratio:
+                    best, best_ratio = new, ratio
+            if best is None:
+                continue
+            taken.add(best.new_path)
+            new_lines = [text for _, text in best.added_lines()]
+            text = "".join(difflib.unified_diff(
+                [ln + "\n" for ln in old_lines], [ln + "\n" for ln in new_lines],
+                f"a/{old.old_path}", f"b/{best.new_path}", n=3,
+            ))
+            if not text:  # identical content: a pure rename
+                text = (f"diff --git a/{old.old_path} b/{best.new_path}\nsimilarity index 100%\n"
+                        f"rename from {old.old_path}\nrename to {best.new_path}\n")
+            try:
+                renamed = FileMap(unidiff.PatchSet(text)[0])
+            except (unidiff.UnidiffParseError, IndexError):
+                continue
+            renamed.old_path, renamed.new_path = old.old_path, best.new_path
+            renamed.removed_file = renamed.added_file = False
+            self.files[old.old_path] = self.new_files[best.new_path] = renamed
+            self.renames[old.old_path] = best.new_path
 
     def touched_paths(self) -> set[str]:
         """Every path (old or new name) this diff touches."""
@@ -300,3 +360,35 @@ def find_code(text: str | None, code: list[str] | str, near: int | None = None
 def similarity(a: list[str] | str, b: list[str] | str) -> float:
     """How alike two pieces of code are (0..1), ignoring whitespace differences."""
     return difflib.SequenceMatcher(None, "\n".join(normalise(a)), "\n".join(normalise(b))).ratio()
+
+
+def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | None:
+    """The text a file had before ``patched`` turned it into ``new_text``.
+
+    Returns None when the file did not exist before (an added file).
+    """
+    if patched.is_added_file:
+        return None
+    new_lines = (new_text or "").splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0  # index into new_lines
+    old_no_newline = False
+    for hunk in patched:
+        start = hunk.target_start - 1 if hunk.target_length else hunk.target_start
+        out.extend(new_lines[pos:start])
+        pos = start
+        previous = None
+        for line in hunk:
+            if line.line_type in (" ", "-"):
+                out.append(line.value)
+            if line.line_type in (" ", "+"):
+                pos += 1
+            if line.line_type == "\\" and previous in (" ", "-"):
+                old_no_newline = True
+            if line.line_type != "\\":
+                previous = line.line_type
+    out.extend(new_lines[pos:])
+    text = "".join(out)
+    if old_no_newline and text.endswith("\n"):
+        text = text[:-1]
+    return text

@@ -19,7 +19,7 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .anchors import (
     Anchor,
@@ -32,12 +32,10 @@ from .anchors import (
     normalise,
     similarity,
 )
-from .discussion import suggestion
 from .lifecycle import State, carry_forward
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
-from .paths import is_test_path
+from .rules import LIVE_RULES, REMARK_RULES, Case, rule
 
-SUGGESTION_WINDOW = 10  # an applied suggestion stands within this many lines of the anchor
 UNDO_SIMILARITY = 0.6  # edited fixed code this close to the old code means the fix was undone
 
 
@@ -56,6 +54,20 @@ class RoundInput:
     files: dict[str, str | None] = field(default_factory=dict)
     signals: list[Signal] = field(default_factory=list)
     diffs_from: dict[str, DiffMap] = field(default_factory=dict)  # anchor commit -> new head
+    upstream: DiffMap | None = None  # previous head -> itself rebased, after a rebase
+
+    def rebased(self, defect: Defect) -> Defect:
+        """The defect as it stands once upstream changes (a rebase) are applied: moved with
+        them, never decided by them. ``diff`` then holds only the author's change."""
+        if self.upstream is None or not defect.anchored or defect.side == "LEFT" \
+                or defect.anchor_sha in self.diffs_from:
+            return defect
+        moved = self.upstream.map(Anchor(defect.path, defect.line_start,
+                                         defect.line_end or defect.line_start))
+        if moved.anchor is None:
+            return defect
+        return replace(defect, path=moved.anchor.path, line_start=moved.anchor.start,
+                       line_end=moved.anchor.end)
 
     def diff_for(self, defect: Defect) -> DiffMap:
         """The diff that moves this defect's anchor: from its own commit when it is not the
@@ -92,6 +104,7 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
 def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Decision:
     """The state of one defect at round ``rnd.number``, with the evidence for it."""
     previous = defect.state
+    defect = rnd.rebased(defect)
     mapped = _map(defect, rnd)
     notes = [f"{s.kind} by {s.author or 'someone'}" for s in signals]
     human = _human_decision(defect, previous, signals)
@@ -129,81 +142,23 @@ def _human_decision(defect: Defect, previous: State, signals: list[Signal]) -> D
 
 def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
           signals: list[Signal]) -> Decision:
-    """A defect that went into this round unresolved: Open, or a Resolved candidate."""
-    claims = [s for s in signals if s.kind is SignalKind.AUTHOR_CLAIMS_FIXED]
+    """A defect that went into this round unresolved: Open, or a Resolved candidate.
+
+    The rule tables of ``tracker.rules`` decide, from what the comment is about.
+    """
+    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped)
+    ruling = rule(case, LIVE_RULES if mapped is not None else REMARK_RULES)
     disputes = [s for s in signals if s.kind is SignalKind.REVIEWER_DISPUTES]
-    claim_note = (
-        f"; {claims[-1].author or 'the author'} says it is fixed, but that is a claim, "
-        "not evidence" if claims else ""
-    )
-    if mapped is None:
-        return _unanchored(defect, rnd)
-    applied = _suggestion_applied(defect, rnd, mapped)
-    if applied is not None:
-        return Decision(defect.key, State.RESOLVED, "suggestion-applied",
-                        f"the reviewer's suggested code now stands at {applied.path}:"
-                        f"{applied.start}-{applied.end}", candidate=True, path=applied.path,
-                        line_start=applied.start, line_end=applied.end)
-    tests = _tests_added(defect, rnd)
-    if tests and mapped.status is Status.UNTOUCHED:
-        return Decision(defect.key, State.RESOLVED, "tests-added",
-                        f"a defect about tests, and this round adds test code in {tests}",
-                        candidate=True)
-    if mapped.status is Status.UNTOUCHED:
-        if mapped.nearby_change and defect.type != "E.4":  # tests are not fixed next door
-            return Decision(defect.key, State.RESOLVED, "nearby-change",
-                            mapped.describe() + claim_note, candidate=True)
-        return Decision(defect.key, State.OPEN, "anchor-untouched",
-                        mapped.describe() + claim_note)
-    if mapped.status is Status.MODIFIED and normalise(mapped.removed) == normalise(mapped.added):
-        return Decision(defect.key, State.OPEN, "whitespace-only",
-                        "only whitespace changed in the anchored lines" + claim_note)
-    moved = _moved_to(defect, rnd, mapped)
-    if moved is not None:
-        return Decision(defect.key, State.OPEN, "anchor-moved",
-                        f"the anchored code was moved unchanged to {moved.path}:{moved.start}"
-                        f"-{moved.end}", path=moved.path, line_start=moved.start,
-                        line_end=moved.end)
-    rule = "anchor-deleted" if mapped.status is Status.DELETED else "anchor-modified"
-    evidence = mapped.describe()
-    if disputes:
+    evidence = ruling.evidence
+    if disputes and ruling.state is State.RESOLVED:
         evidence += f"; note: {disputes[-1].author} disputed an earlier fix"
-    return Decision(defect.key, State.RESOLVED, rule, evidence, candidate=True)
-
-
-def _tests_added(defect: Defect, rnd: RoundInput) -> str | None:
-    """For a defect about tests (E.4): the first test file this round adds lines to."""
-    if defect.type != "E.4":
-        return None
-    for path in sorted(rnd.diff.new_files):
-        if is_test_path(path) and rnd.diff.added_lines(path):
-            return path
-    return None
-
-
-def _suggestion_applied(defect: Defect, rnd: RoundInput, mapped: Mapped) -> Anchor | None:
-    """Where a reviewer's ```suggestion now stands in the code, if the author applied it."""
-    wanted = suggestion(defect.description)
-    if not wanted or mapped.anchor is None or not distinctive(wanted, 4):
-        return None
-    if defect.code and normalise(wanted) == normalise(defect.code):
-        return None
-    path = mapped.anchor.path
-    where = find_code(rnd.files.get(path), wanted, near=mapped.anchor.start)
-    if where is None or abs(where[0] - mapped.anchor.start) > SUGGESTION_WINDOW:
-        return None
-    return Anchor(path, where[0], where[1])
-
-
-def _unanchored(defect: Defect, rnd: RoundInput) -> Decision:
-    """A remark about the whole PR: resolved only when the PR's code changed after it."""
-    changed = sorted(rnd.diff.touched_paths())
-    if changed:
-        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
-        return Decision(defect.key, State.RESOLVED, "pr-changed",
-                        f"not anchored to code; the author changed {shown} since", candidate=True)
-    return Decision(defect.key, State.OPEN, "pr-unchanged",
-                    "not anchored to code and no code changed since it was raised")
+    decision = Decision(defect.key, ruling.state, ruling.rule, evidence,
+                        candidate=ruling.state is State.RESOLVED,
+                        confidence=ruling.confidence)
+    if ruling.anchor is not None:
+        decision.path = ruling.anchor.path
+        decision.line_start, decision.line_end = ruling.anchor.start, ruling.anchor.end
+    return decision
 
 
 def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision:
@@ -260,23 +215,6 @@ def _map(defect: Defect, rnd: RoundInput) -> Mapped | None:
     return rnd.diff_for(defect).map(anchor)
 
 
-def _moved_to(defect: Defect, rnd: RoundInput, mapped: Mapped) -> Anchor | None:
-    """Where the anchored code went if the push moved it unchanged (to the same or other file)."""
-    code = defect.code
-    if not code or not distinctive(code) or not mapped.removed:
-        return None
-    if normalise(mapped.removed) != normalise(code):
-        return None  # only part of it was removed: it was edited, not moved
-    for path, text in sorted(rnd.files.items()):
-        added = rnd.diff.added_lines(path)
-        if not added or text is None:
-            continue
-        where = find_code(text, code)
-        if where and any(where[0] <= line <= where[1] for line, _ in added):
-            return Anchor(path, where[0], where[1])
-    return None
-
-
 def _with_anchor(decision: Decision, mapped: Mapped | None, rnd: RoundInput,
                  notes: list[str]) -> Decision:
     """Attach the defect's new position and code (unless the decision already moved it)."""
@@ -312,5 +250,5 @@ def apply_verdict(decision: Decision, verdict: Verdict | None) -> Decision:
         evidence=f"{decision.evidence}; verifier: {verdict.evidence}",
         decided_by=verdict.decided_by, candidate=False, path=decision.path,
         line_start=decision.line_start, line_end=decision.line_end,
-        code=decision.code, signals=decision.signals,
+        code=decision.code, signals=decision.signals, confidence=decision.confidence,
     )

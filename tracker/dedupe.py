@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .anchors import fingerprint
-from .models import Defect, Finding
+from .models import Defect, Finding, Origin
 
 LINE_TOLERANCE = 3
 TEXT_SIMILAR = 0.35  # token overlap (Jaccard) for an anchored match
@@ -61,6 +61,11 @@ def same_defect(finding: Finding, defect: Defect, pos: Position,
             return False
         if finding.rule and finding.rule == defect.rule:
             return True
+        if finding.origin is Origin.HUMAN and defect.origin is Origin.HUMAN:
+            # A person's comment is its own request unless it plainly repeats another
+            # person's: two asks on one line are two defects, and fixing one must not resolve
+            # the other. (A reviewer echoing the bot's finding on the same code joins it.)
+            return text_similarity(finding.description, defect.description) >= TEXT_SAME
         if code and defect.fingerprint and fingerprint(code) == defect.fingerprint:
             return text_similarity(finding.description, defect.description) > 0
         return text_similarity(finding.description, defect.description) >= TEXT_SIMILAR

@@ -207,6 +207,7 @@ class Decision:
     line_end: int | None = None
     code: str | None = None  # the anchored code at the new head
     signals: list[str] = field(default_factory=list)
+    confidence: float = 1.0  # how sure the rule is; low-confidence candidates are verified first
 
     def __post_init__(self):
         self.state = parse_state(self.state)

@@ -61,6 +61,7 @@ class RoundContext:
     settings: Settings = field(default_factory=Settings)
     previous_head: str | None = None
     anchor_diffs: dict[str, str] = field(default_factory=dict)  # commit -> diff to head
+    upstream_diff: str = ""  # previous head -> itself rebased onto a new base (after a rebase)
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -165,7 +166,8 @@ class Engine:
 
     async def review(self, ctx: RoundContext) -> RoundResult:
         rnd = RoundInput(ctx.round, DiffMap(ctx.round_diff), ctx.files, ctx.signals,
-                         {sha: DiffMap(text) for sha, text in ctx.anchor_diffs.items()})
+                         {sha: DiffMap(text) for sha, text in ctx.anchor_diffs.items()},
+                         upstream=DiffMap(ctx.upstream_diff) if ctx.upstream_diff else None)
         decisions = decide_round(ctx.tracked, rnd)
         result = RoundResult(findings=[], decisions=decisions)
         detections = await asyncio.gather(*(d.detect(ctx) for d in self._detectors(ctx)))

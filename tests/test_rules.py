@@ -1,0 +1,207 @@
+"""The tracker's rule table, one rule at a time, on small diffs shaped like the real failures.
+
+Each test builds two versions of a file, the git diff between them (as GitHub's compare would
+give it), and a tracked defect made from a reviewer's comment; then checks the state, the rule
+that decided and, where it matters, the evidence.
+"""
+
+from bench.diffs import git_diff
+from tracker.anchors import DiffMap
+from tracker.decide import RoundInput, decide_round
+from tracker.intake import Comment, take_comment
+from tracker.ledger import Ledger
+from tracker.lifecycle import State
+from tracker.models import Defect, Signal
+from tracker.rules import renamed_only
+from tracker.scope import definition, enclosing
+from tracker.subject import read_subject
+
+JAVA = """package shop;
+
+public class Slider {
+    private Bindable selectedValue;
+
+    ~Slider()
+    {
+        selectedValue.ValueChanged -= onChange;
+    }
+
+    public void load() {
+        int x = 1;
+        run(x);
+    }
+}
+"""
+
+
+def comment_defect(body, path, start, end=None, *, old, key="D1"):
+    code = "\n".join(old.splitlines()[start - 1 : (end or start)])
+    return Defect(key=key, description=body, origin="human", state=State.NEW, raised_round=1,
+                  state_round=1, path=path, line_start=start, line_end=end or start, code=code)
+
+
+def decide(defect, files_old, files_new, signals=()):
+    diff = git_diff(files_old, files_new)
+    return decide_round([defect], RoundInput.from_diff(2, diff, files_new, list(signals)))[0]
+
+
+def test_scope_is_found_with_a_real_parser_in_several_languages():
+    assert enclosing("a/Slider.java", JAVA, 13) == (11, 14)  # the method around line 13
+    assert enclosing("a/Slider.java", JAVA, 4) == (3, 15)  # a field: the class
+    py = "import os\n\n\ndef f(x):\n    y = x\n    return y\n"
+    assert enclosing("m.py", py, 5) == (4, 6)
+    ts = "export function add(a: number) {\n  const b = a + 1;\n  return b;\n}\n"
+    assert enclosing("m.ts", ts, 2) == (1, 4)
+    cs = "class A {\n    void F() {\n        G();\n    }\n}\n"
+    assert enclosing("A.cs", cs, 3) == (2, 4)
+    c = "static int verify_signature(int k)\n{\n\treturn k;\n}\n"
+    assert definition("t.c", c, "verify_signature") == (1, 4)  # C names sit in declarators
+    assert enclosing("notes.txt", "a\nb\n", 1) is None  # unknown language: no scope
+
+
+def test_the_subject_is_the_code_a_comment_names():
+    s = read_subject("Can we name it `initialValue`? Also `foo.bar()` and see https://x.io/Abc")
+    assert {"initialValue", "foo", "bar"} <= s.named and "Abc" not in s.named
+    assert read_subject("Please, do not indent the `#ifdef` macros.").about_format
+    assert "tests" in read_subject("Please add tests for this").kinds
+    assert read_subject("```suggestion\n    x = 1\n```").suggestion == ["    x = 1"]
+
+
+def test_a_rename_on_the_line_leaves_the_flagged_construct_in_place():
+    old = {"Slider.java": JAVA}
+    new = {"Slider.java": JAVA.replace("        selectedValue.ValueChanged -= onChange;",
+                                       "        SelectedValue.ValueChanged -= onChange;")}
+    d = comment_defect("don't use a finalizer here, just implement IDisposable", "Slider.java",
+                       6, 9, old=JAVA)
+    assert decide(d, old, new).state is State.OPEN
+    assert renamed_only(["a.b -= c;"], ["A.b -= c;"]) == {"a": "A"}
+    assert renamed_only(["f()"], ["g()"]) is None  # the whole line changed: not cosmetic
+
+
+def test_a_rename_is_the_fix_when_the_comment_asks_for_it():
+    old = {"m.py": "def f():\n    usr_cnt = count()\n    return usr_cnt + other\n"}
+    new = {"m.py": "def f():\n    user_count = count()\n    return user_count + other\n"}
+    d = comment_defect("please rename this to something readable", "m.py", 2, old=old["m.py"])
+    assert decide(d, old, new).state is State.RESOLVED
+
+
+def test_the_thing_asked_for_appearing_away_from_the_anchor_resolves():
+    text = ("def read(card):\n    data = bytearray(len + 5)\n    resp = card.transmit(data)\n"
+            "    decode(resp)\n    copy(data, resp)\n    return data\n")
+    fixed = text.replace("    resp = card.transmit(data)\n",
+                         "    buf = bytearray(MAX_RESP_SIZE)\n    resp = card.transmit(buf)\n")
+    d = comment_defect("read into a buffer of `MAX_RESP_SIZE` instead", "card.py", 5,
+                       old=text)
+    decision = decide(d, {"card.py": text}, {"card.py": fixed})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "subject-introduced")
+    assert "MAX_RESP_SIZE" in decision.evidence
+
+
+def test_named_code_removed_from_the_anchor_resolves_and_standing_keeps_it_open():
+    text = "def t():\n    assert_does_not_throw(lambda: run())\n    x = 1\n"
+    d = comment_defect("why add `assert_does_not_throw`?", "t.py", 2, old=text)
+    gone = text.replace("assert_does_not_throw(lambda: run())", "run()")
+    decision = decide(d, {"t.py": text}, {"t.py": gone})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "subject-removed")
+    nearby = text.replace("    x = 1\n", "    x = 2\n")
+    assert decide(d, {"t.py": text}, {"t.py": nearby}).state is State.OPEN
+
+
+def test_whitespace_only_is_a_fix_only_for_a_comment_about_formatting():
+    c = "int m[] = {\n\t\t#ifndef NO_X\n\t\tX,\n\t\t#endif\n\t\tY,\n};\n"
+    fixed = c.replace("\t\t#ifndef", "#ifndef").replace("\t\t#endif", "#endif")
+    fmt = comment_defect("Please, do not indent the `#ifdef` and `#endif` macros.", "t.c", 2, 4,
+                         old=c)
+    assert decide(fmt, {"t.c": c}, {"t.c": fixed}).rule == "format-fixed"
+    other = comment_defect("this list misses a mechanism", "t.c", 2, 4, old=c)
+    assert (decide(other, {"t.c": c}, {"t.c": fixed}).state,
+            decide(other, {"t.c": c}, {"t.c": fixed}).rule) == (State.OPEN, "whitespace-only")
+
+
+def test_code_re_indented_under_a_new_guard_is_an_edit_not_a_move():
+    old = "def f(x):\n    total = compute_the_total(x)\n    return total\n"
+    new = ("def f(x):\n    if x is not None:\n        total = compute_the_total(x)\n"
+           "    return total\n")
+    d = comment_defect("this crashes when x is None", "m.py", 2, old=old)
+    decision = decide(d, {"m.py": old}, {"m.py": new})
+    assert decision.state is State.RESOLVED
+    assert decision.rule in ("anchor-modified", "anchor-rewrapped")  # an edit, never a move
+
+
+def test_a_renamed_file_is_followed_not_read_as_deleted():
+    body = "".join(f"line_{i} = compute({i})\n" for i in range(1, 30))
+    edited = body.replace("line_20 = compute(20)", "line_20 = compute(20) + 1")
+    d = comment_defect("this value looks wrong", "old/name.py", 5, old=body)
+    decision = decide(d, {"old/name.py": body, "new/name.py": None},
+                      {"old/name.py": None, "new/name.py": edited})
+    assert (decision.state, decision.path, decision.line_start) == (State.OPEN, "new/name.py", 5)
+    assert DiffMap(git_diff({"a.py": body, "b.py": None},
+                            {"a.py": None, "b.py": edited})).renames == {"a.py": "b.py"}
+
+
+def test_a_remark_naming_a_function_follows_that_function():
+    c = ("static void sign(void)\n{\n\tint buf[512];\n}\n\n"
+         "static void verify_signature(void)\n{\n\tint sig[512];\n}\n")
+    remark = Defect(key="D1", description="The same modifications need to be done in "
+                    "`verify_signature()`", origin="human", state=State.NEW, raised_round=1,
+                    state_round=1)
+    elsewhere = c.replace("int buf[512];", "int *buf = alloc();")
+    assert (decide(remark, {"t.c": c}, {"t.c": elsewhere}).state,
+            decide(remark, {"t.c": c}, {"t.c": elsewhere}).rule) == \
+        (State.OPEN, "remark-subject-unchanged")
+    fixed = c.replace("int sig[512];", "int *sig = alloc();")
+    assert decide(remark, {"t.c": c}, {"t.c": fixed}).rule == "remark-subject-edited"
+
+
+def test_a_remark_naming_code_that_a_push_removes_is_resolved():
+    old = {"A.java": "class A {\n  void f() {\n    try { g(); } catch (E e) { }\n  }\n}\n"}
+    new = {"A.java": "class A {\n  void f() {\n    g();\n  }\n}\n"}
+    remark = Defect(key="D1", description="Please avoid the `try..catch` in the controller",
+                    origin="human", state=State.NEW, raised_round=1, state_round=1)
+    assert decide(remark, old, new).rule == "remark-subject-changed"
+
+
+def test_tests_that_use_the_function_resolve_a_request_for_tests():
+    src = "def get_user_profile(uid):\n    return load(uid)\n"
+    d = comment_defect("Please add tests for get_user_profile", "app.py", 1, old=src)
+    unrelated = {"tests/test_other.py": "def test_x():\n    assert other()\n"}
+    assert decide(d, {"app.py": src, "tests/test_other.py": None},
+                  {"app.py": src, **unrelated}).state is State.OPEN
+    covering = {"tests/test_app.py": "def test_hit():\n    assert get_user_profile(1)\n"}
+    decision = decide(d, {"app.py": src, "tests/test_app.py": None}, {"app.py": src, **covering})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "tests-added")
+
+
+def test_every_decision_carries_a_confidence():
+    old = {"m.py": "a = 1\nb = 2\n"}
+    d = comment_defect("b should be 3", "m.py", 2, old=old["m.py"])
+    decision = decide(d, old, {"m.py": "a = 1\nb = 3\n"})
+    assert decision.state is State.RESOLVED and 0.5 <= decision.confidence < 1
+    kept = decide(d, old, old)
+    assert kept.state is State.OPEN and kept.confidence >= 0.8
+
+
+def test_two_different_asks_on_one_line_are_two_defects(tmp_path):
+    with Ledger(tmp_path / "l.db") as ledger:
+        pr = ledger.pull_request("o/r", 1, title="t", author="amy")
+        ledger.begin_round(pr["id"], "a" * 40, "b" * 40)
+        first = take_comment(ledger, pr["id"], Comment(1, "review_comment", "rev", "Rename "
+                             "this to `total`", path="m.py", line=3), pr_author="amy",
+                             code="x = f(y)")
+        second = take_comment(ledger, pr["id"], Comment(2, "review_comment", "rev2", "and "
+                              "check that y is not None before calling f", path="m.py",
+                              line=3), pr_author="amy", code="x = f(y)")
+        again = take_comment(ledger, pr["id"], Comment(3, "review_comment", "rev3", "Rename "
+                             "this to `total` please", path="m.py", line=3), pr_author="amy",
+                             code="x = f(y)")
+        assert (first.action, second.action) == ("raised", "raised")
+        assert first.defect.key != second.defect.key
+        assert (again.action, again.defect.key) == ("attached", first.defect.key)
+
+
+def test_signals_only_note_a_claim_they_do_not_resolve():
+    old = {"m.py": "a = 1\nb = 2\n"}
+    d = comment_defect("b is wrong", "m.py", 2, old=old["m.py"])
+    claim = Signal("author_claims_fixed", "D1", "amy", "done")
+    decision = decide(d, old, old, [claim])
+    assert decision.state is State.OPEN and "claim, not evidence" in decision.evidence

@@ -1,0 +1,151 @@
+"""Code structure for the tracker: the function or class a defect sits in, and the tokens of code.
+
+A reviewer's comment is about a construct, and the fix often lands a few lines away from the
+line the comment was pinned to: further down the same function, in the class around it. The
+rules look at that *scope*, found with a real parser (tree-sitter, through
+tree-sitter-language-pack's bundled grammars), not at a fixed window of lines.
+
+Everything here is pure: text in, line ranges and tokens out. Files in a language the parser
+does not know, or that it cannot parse, simply have no scope, and the rules fall back to the
+anchored lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+MAX_PARSE_BYTES = 2_000_000  # larger files are not parsed: no scope, the anchor alone counts
+
+_LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".java": "java", ".js": "javascript", ".mjs": "javascript",
+    ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".mts": "typescript",
+    ".cts": "typescript", ".tsx": "tsx", ".cs": "csharp", ".c": "c", ".h": "c", ".cc": "cpp",
+    ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".go": "go", ".rs": "rust",
+    ".php": "php", ".rb": "ruby", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
+    ".swift": "swift",
+}
+
+# Node types that make a scope, across the grammars: functions first, then the types around them.
+_FUNCTION = re.compile(
+    r"^(function_definition|function_declaration|function_item|method_declaration|"
+    r"method_definition|constructor_declaration|destructor_declaration|operator_declaration|"
+    r"property_declaration|accessor_declaration|local_function_statement|"
+    r"generator_function_declaration|arrow_function|function_expression|function|method|"
+    r"singleton_method|func_literal|lambda_expression|secondary_constructor)$"
+)
+_TYPE = re.compile(
+    r"^((class|interface|struct|enum|impl|trait|record|object|namespace|module|protocol)_"
+    r"(definition|declaration|item|specifier)|class|module|object_declaration)$"
+)
+
+_TOKEN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*")
+
+
+def language(path: str | None) -> str | None:
+    """The tree-sitter grammar name for a path, from its extension (None when unknown)."""
+    if not path:
+        return None
+    return _LANGUAGES.get(PurePosixPath(path).suffix.lower())
+
+
+@lru_cache(maxsize=8)
+def _parser(name: str):
+    try:
+        from tree_sitter_language_pack import get_parser
+    except ImportError:  # pragma: no cover - a dependency, present in every install
+        return None
+    try:
+        return get_parser(name)
+    except Exception:  # noqa: BLE001 - a grammar missing from this build of the pack
+        return None
+
+
+@lru_cache(maxsize=64)
+def _tree(name: str, text: str):
+    parser = _parser(name)
+    if parser is None or len(text) > MAX_PARSE_BYTES:
+        return None
+    return parser.parse(text.encode("utf-8", "replace"))
+
+
+def enclosing(path: str | None, text: str | None, start: int, end: int | None = None
+              ) -> tuple[int, int] | None:
+    """The 1-based line range of the smallest function (else type) enclosing lines start..end.
+
+    None when the language is unknown, the text does not parse, or the lines sit at top level.
+    """
+    name = language(path)
+    if not name or not text:
+        return None
+    tree = _tree(name, text)
+    if tree is None:
+        return None
+    lines = text.split("\n")
+    end = end or start
+    if start < 1 or end > len(lines):
+        return None
+    first = len(lines[start - 1]) - len(lines[start - 1].lstrip())
+    node = tree.root_node.descendant_for_point_range(
+        (start - 1, first), (end - 1, max(len(lines[end - 1].rstrip()) - 1, 0))
+    )
+    function = kind = None
+    while node is not None:
+        spans = node.end_point[0] > node.start_point[0]
+        if function is None and spans and _FUNCTION.match(node.type):
+            function = node
+        if kind is None and _TYPE.match(node.type):
+            kind = node
+        node = node.parent
+    best = function or kind
+    if best is None:
+        return None
+    return best.start_point[0] + 1, best.end_point[0] + 1
+
+
+def definition(path: str | None, text: str | None, name: str) -> tuple[int, int] | None:
+    """The line range of the first function or type named ``name`` defined in ``text``."""
+    language_name = language(path)
+    if not language_name or not text or not name:
+        return None
+    tree = _tree(language_name, text)
+    if tree is None:
+        return None
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if _FUNCTION.match(node.type) or _TYPE.match(node.type):
+            if _name_of(node) == name:
+                return node.start_point[0] + 1, node.end_point[0] + 1
+        stack.extend(reversed(node.children))
+    return None
+
+
+def _name_of(node) -> str | None:
+    """A definition's name: its ``name`` field, or at the end of C's declarator chain."""
+    ident = node.child_by_field_name("name")
+    seen = 0
+    while ident is None and seen < 8:
+        declarator = (node.child_by_field_name("declarator") if node is not None else None)
+        if declarator is None:
+            break
+        if declarator.type in ("identifier", "field_identifier"):
+            ident = declarator
+        node, seen = declarator, seen + 1
+    if ident is None or not ident.text:
+        return None
+    return ident.text.decode("utf-8", "replace")
+
+
+def tokens(text: str | None) -> Counter:
+    """How often each identifier or literal word occurs in a piece of code."""
+    return Counter(_TOKEN.findall(text or ""))
+
+
+def lines_of(text: str | None, start: int, end: int) -> str:
+    """Lines start..end (1-based, inclusive) of a text, joined."""
+    if not text:
+        return ""
+    return "\n".join(text.split("\n")[max(start - 1, 0) : max(end, 0)])

@@ -1,0 +1,102 @@
+"""What a review comment is about: the code it names, the fix it proposes, the kind of request.
+
+"Something changed near the comment" is not "the comment was addressed". To decide whether a
+defect is still open the tracker needs to know what the comment points at: the identifiers,
+calls and literals it quotes in backticks, the code-looking words in its prose (``camelCase``,
+``snake_case``, ``a.b``, ``name()``), the replacement in a ```` ```suggestion ```` block, and
+whether it asks about formatting (where a whitespace-only change *is* the fix).
+
+Comment bodies are untrusted text; nothing here executes or follows them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .discussion import plain_text, suggestion
+from .scope import tokens
+
+MAX_BODY = 20_000  # longer bodies are read up to here
+
+_URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
+_BACKTICKS = re.compile(r"`([^`\n]{1,200})`")
+_FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
+_DOTTED = re.compile(r"\b[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\b")
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+_FORMAT = re.compile(
+    r"\b(indent\w*|whitespace|white space|spaces?|tabs?|blank lines?|new ?lines?|line breaks?|"
+    r"formatt?\w*|column|align\w*|trailing|wrap\w*|line length|prettier|black|lint\w*|"
+    r"style)\b",
+    re.IGNORECASE,
+)
+_KINDS = {
+    "docs": re.compile(r"\b(doc|docs|documentation|document|documented|readme|docstrings?|"
+                       r"javadoc|jsdoc|comments?)\b", re.IGNORECASE),
+    "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b", re.IGNORECASE),
+    "changelog": re.compile(r"\b(change ?log|changelog|release ?notes?|news ?(entry|fragment)|"
+                            r"towncrier)\b", re.IGNORECASE),
+}
+_ENGLISH = {
+    "the", "this", "that", "and", "for", "with", "not", "are", "was", "should", "here", "can",
+    "use", "you", "instead", "which", "will", "from", "have", "has", "but", "its", "would",
+    "could", "there", "what", "why", "how", "also", "just", "like", "then", "than", "into",
+    "only", "when", "where", "need", "needs", "make", "sure", "been", "being", "does", "did",
+    "done", "dont", "isn", "let", "get", "set", "new", "old", "all", "any", "one", "two", "add",
+    "remove", "return", "true", "false", "null", "none", "self", "var", "const", "def", "else",
+    "while", "try", "catch", "think", "maybe", "please", "thanks", "nit", "same", "above",
+    "below", "other", "more", "less", "some", "them", "they", "these", "those", "our", "your",
+    "it's", "don't", "doesn", "because", "if", "is", "it", "to", "of", "in", "on", "be", "we",
+    "or", "as", "at", "by", "an", "a", "so", "do", "no", "my", "me", "i", "up", "out", "about",
+    "function", "method", "class", "variable", "value", "code", "line", "lines", "file", "test",
+    "tests", "name", "type", "call", "error", "case", "way", "thing", "things", "still", "now",
+}
+
+
+@dataclass
+class Subject:
+    """What one comment is about, as the rules use it."""
+
+    named: set[str] = field(default_factory=set)  # code tokens the comment names
+    words: set[str] = field(default_factory=set)  # every meaningful word, for matching code
+    suggestion: list[str] | None = None
+    about_format: bool = False
+    kinds: set[str] = field(default_factory=set)  # kinds of file it asks about: docs, tests...
+
+    def on(self, code_tokens) -> set[str]:
+        """The comment's named tokens and words that occur in a piece of code's tokens."""
+        return {w for w in self.named | self.words if w in code_tokens}
+
+
+def _code_like(word: str) -> bool:
+    """Whether a prose word looks like an identifier rather than English."""
+    if "_" in word.strip("_") or any(c.isdigit() for c in word):
+        return True
+    inner = word[1:]
+    return any(c.isupper() for c in inner) and any(c.islower() for c in word)
+
+
+def read_subject(body: str | None) -> Subject:
+    """The subject of a comment body (a person's comment or the bot's finding text)."""
+    body = (body or "")[:MAX_BODY]
+    proposed = suggestion(body)
+    prose = _URL.sub(" ", plain_text(body))
+    named: set[str] = set()
+    for span in _BACKTICKS.findall(prose):
+        found = [t for t in tokens(span) if len(t) > 1]
+        if len(found) == 1 and found[0].lower() in _ENGLISH:
+            continue  # a lone common word in backticks (`new`) is too vague to look for
+        named |= set(found)  # quoted as code: code, even keywords like "try"
+    for block in _FENCED.findall(body):
+        if not block.lstrip().startswith("suggestion"):
+            named |= {t for t in tokens(block) if _code_like(t)}
+    named |= {m for m in _CALL.findall(prose) if len(m) > 2 and m.lower() not in _ENGLISH}
+    for dotted in _DOTTED.findall(prose):
+        if not re.search(r"\.(com|org|io|net|html?|md|rst|txt)$", dotted, re.IGNORECASE):
+            named |= {p for p in dotted.split(".") if len(p) > 1 and p.lower() not in _ENGLISH}
+    named |= {w for w in _WORD.findall(prose) if _code_like(w) and len(w) > 2}
+    words = {w for w in _WORD.findall(prose) if len(w) > 2 and w.lower() not in _ENGLISH}
+    kinds = {kind for kind, pattern in _KINDS.items() if pattern.search(prose)}
+    return Subject(named=named, words=words | named, suggestion=proposed,
+                   about_format=bool(_FORMAT.search(prose)), kinds=kinds)
