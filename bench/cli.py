@@ -132,8 +132,8 @@ def cmd_tracking(args) -> int:
 def tracking_table(scores: dict, baseline: dict | None = None) -> str:
     """Tracking figures as a small table; with a baseline, its figures in a second column."""
     rows = [
-        ("live pairs", f"{scores['n']} (Open {scores['support_by_state']['Open']}, Resolved "
-                       f"{scores['support_by_state']['Resolved']})", None),
+        ("live pairs", (f"{scores['n']} (Open {scores['support_by_state']['Open']}, "
+                        f"Resolved {scores['support_by_state']['Resolved']})"), None),
         ("accuracy", f"{scores['state_accuracy']:.3f}",
          baseline and f"{baseline['state_accuracy']:.3f}"),
         ("balanced accuracy", f"{scores['balanced_accuracy']:.3f}",

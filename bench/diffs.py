@@ -15,8 +15,6 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import unidiff
-
 from tracker.anchors import reverse_apply  # noqa: F401 - re-exported for the task loader
 
 CONTEXT_LINES = 3

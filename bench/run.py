@@ -31,6 +31,7 @@ from .replay import BotError, Harness, replay_task
 from .report import write_reports
 from .scoring import ascore
 from .tasks import Task, TaskError, load_tasks
+from .tracking import naive_decide, replay_tasks, score_replays
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,15 @@ def make_judge(opts: RunOptions):
                     cache_dir=str(opts.cache or opts.out / "llm-cache"))
 
 
+def naive_tracking(tasks: list) -> dict:
+    """The trivial tracker's figures on the same tasks (``bench.tracking.naive_decide``),
+    replayed through the tracker alone, so every run shows what tracking adds over it."""
+    scores = score_replays(replay_tasks([t for t in tasks if t.multi_round],
+                                        decide=naive_decide))
+    scores["name"] = "naive: Open while the commented lines' text still stands"
+    return scores
+
+
 async def run(opts: RunOptions) -> dict:
     """Do a whole run; returns the summary (also written to ``OUT/summary.json``)."""
     if opts.baseline and opts.baseline != "stateless":
@@ -164,6 +174,7 @@ async def run(opts: RunOptions) -> dict:
         if path.exists():
             records.extend(_read_records(path))
     summary = await ascore(tasks, records, make_judge(opts), opts.tolerance)
+    summary["tracking"]["baseline"] = naive_tracking(tasks)
     details = {(d["task"], d["round"]): d for d in summary.pop("records")}
     with (opts.out / "results.jsonl").open("w") as fh:
         for record in sorted(records, key=lambda r: (r["task"], r["round"])):

@@ -13,18 +13,17 @@ the whole bot.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collections.abc import Callable
-
 from tracker.anchors import DiffMap, excerpt, find_code, normalise
 from tracker.decide import RoundInput, decide_round
+from tracker.intake import Comment, Outcome, take_comment
+from tracker.interdiff import interdiff
+from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect
-from tracker.interdiff import interdiff
-from tracker.intake import Comment, Outcome, take_comment
-from tracker.ledger import Ledger
 
 from .metrics import TrackPair, tracking_scores
 from .tasks import Task

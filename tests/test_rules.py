@@ -205,3 +205,44 @@ def test_signals_only_note_a_claim_they_do_not_resolve():
     claim = Signal("author_claims_fixed", "D1", "amy", "done")
     decision = decide(d, old, old, [claim])
     assert decision.state is State.OPEN and "claim, not evidence" in decision.evidence
+
+
+def test_replies_are_read_by_who_wrote_them_and_when():
+    from tracker.discussion import reply_signal
+    from tracker.models import SignalKind as K
+
+    assert reply_signal("Done, thanks!", by_author=True) is K.AUTHOR_CLAIMS_FIXED
+    assert reply_signal("Sounds fair, go ahead", by_author=False) is K.REVIEWER_ACCEPTS
+    assert reply_signal("Good point, I missed that", by_author=False) is K.REVIEWER_ACCEPTS
+    still = "Umm.. this isn't resolved. The file is still empty."
+    assert reply_signal(still, by_author=False, after_push=True) is K.REVIEWER_DISPUTES
+    # The same words before any push only elaborate on the request: no dispute of a fix.
+    assert reply_signal(still, by_author=False, after_push=False) is None
+    assert reply_signal("Also, this should use the shared helper.", by_author=False,
+                        after_push=False) is None
+    assert reply_signal("", by_author=False) is None
+
+
+def test_an_elaboration_in_the_same_round_does_not_reopen_a_resolved_defect(tmp_path):
+    from tracker.models import DecidedBy, Decision
+
+    with Ledger(tmp_path / "l.db") as ledger:
+        pr = ledger.pull_request("o/r", 1, title="t", author="amy")
+        ledger.begin_round(pr["id"], "a" * 40, "b" * 40)
+        raised = take_comment(ledger, pr["id"], Comment(1, "review_comment", "rev", "Use a set "
+                              "here", path="m.py", line=3), pr_author="amy", code="x = [1]")
+        key = raised.defect.key
+        ledger.record_decision(pr["id"], 1, Decision(key, State.RESOLVED, "thread_resolved",
+                                                     "rev resolved it",
+                                                     decided_by=DecidedBy.HUMAN))
+        more = take_comment(ledger, pr["id"], Comment(2, "review_comment", "rev", "I mean it "
+                            "should still be ordered though", path="m.py", line=3,
+                            in_reply_to=1), pr_author="amy")
+        assert more.signal is None and ledger.defect(pr["id"], key).state is State.RESOLVED
+        ledger.finish_round(pr["id"], 1)
+        ledger.begin_round(pr["id"], "c" * 40, "b" * 40)
+        after = take_comment(ledger, pr["id"], Comment(3, "review_comment", "rev", "This is "
+                             "still not right", path="m.py", line=3, in_reply_to=1),
+                             pr_author="amy")
+        assert after.signal is not None and str(after.signal) == "reviewer_disputes"
+        assert ledger.defect(pr["id"], key).state is State.REOPENED

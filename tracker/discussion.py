@@ -48,8 +48,18 @@ _STILL = re.compile(
     r"\bnope\b|\bbut\b|\bhowever\b|\bdifferent\b|\bsame (problem|issue)\b|\bshould\b|\bplease\b)",
     re.IGNORECASE,
 )
+_STILL_NOT = re.compile(
+    r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bisn'?t (fixed|resolved|right)\b|"
+    r"\bnope\b)",
+    re.IGNORECASE,
+)
 _ACCEPT = re.compile(
     r"^\W*(lgtm|looks good|looking good|thanks?|thank you|perfect|great|nice|👍|\+1|ok|okay|cool|awesome)\b",
+    re.IGNORECASE,
+)
+_AGREE = re.compile(
+    r"\b(sounds (fair|good|reasonable)|good (point|call|catch)|makes sense|fair enough|"
+    r"agreed?|i agree|you'?re right|that works|works for me|no worries|sure)\b",
     re.IGNORECASE,
 )
 
@@ -101,13 +111,25 @@ def accepts(body: str | None) -> bool:
     return bool(_ACCEPT.match(text)) and not _STILL.search(text)
 
 
-def reply_signal(body: str | None, *, by_author: bool) -> SignalKind | None:
-    """What a reply in a defect's thread says about it, if anything."""
+def reply_signal(body: str | None, *, by_author: bool, after_push: bool = True
+                 ) -> SignalKind | None:
+    """What a reply in a defect's thread says about it, if anything.
+
+    Who wrote it and when matter: the author's "fixed" is a claim; a reviewer's agreement
+    ("sounds fair", "good point") accepts; a reviewer saying it is still not right disputes a
+    fix only when the author pushed since the defect was raised (``after_push``); before any
+    push the same words only elaborate on the request.
+    """
     if by_author:
         return SignalKind.AUTHOR_CLAIMS_FIXED if claims_fixed(body) else None
-    if accepts(body):
+    text = plain_text(body).strip()
+    if not text:
+        return None
+    if accepts(body) or (_AGREE.search(text) and not _STILL_NOT.search(text)):
         return SignalKind.REVIEWER_ACCEPTS
-    return SignalKind.REVIEWER_DISPUTES if plain_text(body).strip() else None
+    if not after_push:
+        return None
+    return SignalKind.REVIEWER_DISPUTES if _STILL.search(text) else None
 
 
 def human_finding(body: str, *, author: str | None, path: str | None = None,

@@ -110,7 +110,8 @@ def _take_reply(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
                           body=comment.body, in_reply_to=comment.in_reply_to,
                           node_id=comment.node_id)
     by_author = bool(pr_author) and comment.author == pr_author
-    kind = reply_signal(comment.body, by_author=by_author)
+    kind = reply_signal(comment.body, by_author=by_author,
+                        after_push=round_number > defect.raised_round)
     if kind is None:
         return Outcome("attached", defect)
     ledger.add_signal(pr_id, defect, round_number,

@@ -32,7 +32,8 @@ from .subject import Subject, read_subject
 
 _LEX = re.compile(r"[A-Za-z_$][\w$]*|\d[\w.]*|\S")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
-_NAMING = re.compile(r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b", re.IGNORECASE)
+_NAMING = re.compile(r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b",
+                     re.IGNORECASE)
 SUGGESTION_WINDOW = 10  # an applied suggestion stands within this many lines of the anchor
 MAX_SCOPE_LINES = 400  # a "scope" larger than this (a whole class) is not the comment's scope
 
@@ -483,7 +484,7 @@ def remark_named_changed(case: Case) -> Ruling | None:
     named = case.subject.named
     if not named:
         return None
-    before, after = _pr_texts(case)
+    before, _ = _pr_texts(case)
     defined, edited = [], []
     for path, text in sorted(before.items()):
         for name in sorted(named):
@@ -523,8 +524,17 @@ def remark_named_in_changes(case: Case) -> Ruling | None:
                   f"`{'`, `'.join(hit[:3])}` changed this round", 0.6)
 
 
+_COMMENT_LINE = re.compile(r"^\s*(#|//|/\*|\*|\"\"\"|\'\'\'|<!--|--|;)")
+
+
+def _comment_lines_changed(case: Case, path: str) -> bool:
+    """Whether this round adds a comment or docstring line to ``path``."""
+    return any(_COMMENT_LINE.match(text) for _, text in case.diff.added_lines(path))
+
+
 _KIND_OF_PATH = {
     "docs": lambda p: is_docs_path(p),
+    "lint": lambda p: not is_docs_path(p),
     "tests": lambda p: is_test_path(p),
     "changelog": lambda p: bool(re.search(r"(^|/)(change ?log|changes|news|changelog\.d)"
                                           r"(/|\.|$)", p, re.IGNORECASE)),
@@ -538,7 +548,8 @@ def remark_kind_changed(case: Case) -> Ruling | None:
     if not kinds:
         return None
     paths = sorted(case.diff.touched_paths())
-    hit = sorted({p for p in paths for k in kinds if _KIND_OF_PATH[k](p)})
+    hit = sorted({p for p in paths for k in kinds if _KIND_OF_PATH[k](p)
+                  or (k == "docs" and _comment_lines_changed(case, p))})
     if hit:
         return Ruling(State.RESOLVED, "remark-kind-changed", f"the remark is about "
                       f"{' and '.join(sorted(kinds))}, and {', '.join(hit[:3])} changed", 0.55)

@@ -116,9 +116,8 @@ def definition(path: str | None, text: str | None, name: str) -> tuple[int, int]
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
-        if _FUNCTION.match(node.type) or _TYPE.match(node.type):
-            if _name_of(node) == name:
-                return node.start_point[0] + 1, node.end_point[0] + 1
+        if (_FUNCTION.match(node.type) or _TYPE.match(node.type)) and _name_of(node) == name:
+            return node.start_point[0] + 1, node.end_point[0] + 1
         stack.extend(reversed(node.children))
     return None
 

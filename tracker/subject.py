@@ -33,7 +33,9 @@ _FORMAT = re.compile(
 )
 _KINDS = {
     "docs": re.compile(r"\b(doc|docs|documentation|document|documented|readme|docstrings?|"
-                       r"javadoc|jsdoc|comments?)\b", re.IGNORECASE),
+                       r"javadoc|jsdoc|doc ?comments?|code comments?)\b", re.IGNORECASE),
+    "lint": re.compile(r"\b(lint\w*|eslint|flake8|ruff|prettier|checkstyle|formatt\w*|"
+                       r"code style)\b", re.IGNORECASE),
     "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b", re.IGNORECASE),
     "changelog": re.compile(r"\b(change ?log|changelog|release ?notes?|news ?(entry|fragment)|"
                             r"towncrier)\b", re.IGNORECASE),
