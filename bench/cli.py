@@ -146,18 +146,39 @@ def cmd_run(args) -> int:
     return 1 if summary["run"]["tasks_failed"] else 0
 
 
+def _prf(d: dict) -> str:
+    precision = "-" if d.get("precision") is None else f"{d['precision']:.3f}"
+    return (f"precision {precision}  recall {d['recall']:.3f}  f1 {d['f1']:.3f}  "
+            f"(matched {d['tp']} of {d['due']} due, {d['findings']} findings)")
+
+
 def headline(summary: dict) -> str:
-    """The few figures a person looks at first."""
+    """The few figures a person looks at first: the bot's own detection, then tracking, then
+    the protocol's combined figure (which counts carried human defects as detections)."""
     d, tr = summary["detection"], summary["tracking"]
-    lines = [
-        (f"{summary['tasks']} task(s), {summary['rounds']} round(s), reviewer "
-         f"{summary['run']['model']}, judge {summary['run']['judge']}"),
-        f"detection  precision {d['precision']:.3f}  recall {d['recall']:.3f}  f1 {d['f1']:.3f}",
-        f"state accuracy on matched pairs {summary['state_accuracy']:.3f}",
-        (f"tracking   accuracy {tr['state_accuracy']:.3f}  balanced "
-         f"{tr['balanced_accuracy']:.3f}  (live pairs {tr['n']}); settled errors "
-         f"{tr['settled_errors']}/{tr['settled_n']}"),
-    ]
+    run = summary.get("run") or {}
+    lines = [(f"{summary['tasks']} task(s), {summary['rounds']} round(s), reviewer "
+              f"{run.get('model', '-')}, judge {run.get('judge', '-')}")]
+    if run.get("model") == "offline":
+        lines.append("the reviewer is OFFLINE (static checks, no LLM): own detection is what "
+                     "those checks find")
+    own, carried = summary.get("own"), summary.get("carried")
+    if own and d.get("rounds", 1):
+        lines += [f"own detection, round 1     {_prf(own['round_1'])}",
+                  f"own detection, all rounds  {_prf(own)}"]
+    if d.get("rounds", 1):
+        line = (f"tracking   accuracy {tr['state_accuracy']:.3f}  balanced "
+                f"{tr['balanced_accuracy']:.3f}  (live pairs {tr['n']}); settled errors "
+                f"{tr['settled_errors']}/{tr['settled_n']}")
+        base = tr.get("baseline")
+        if base:
+            line += (f"; naive baseline balanced {base['balanced_accuracy']:.3f}, settled "
+                     f"errors {base['settled_errors']}/{base['settled_n']}")
+        lines.append(line)
+        combined = f"combined detection (protocol)  {_prf(d)}"
+        if carried:
+            combined += f"; carried matched {carried['tp']}"
+        lines += [combined, f"state accuracy on matched pairs {summary['state_accuracy']:.3f}"]
     if "aacr" in summary:
         a = summary["aacr"]
         lines.append(f"aacr       line f1 {a['line']['f1']:.3f}  semantic f1 "
