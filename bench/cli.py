@@ -65,6 +65,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     tracking.add_argument("--json", action="store_true", help="print the scores as JSON")
     tracking.add_argument("--errors", action="store_true", help="list every wrong live answer")
     tracking.set_defaults(func=cmd_tracking)
+    context = bsub.add_parser(
+        "context", help="measure what the LLM detection prompt shows, without an LLM",
+        description="Build each task's detection prompts as a review would, with the diff "
+                    "alone and with repository context, within the same token budget, and "
+                    "report per context level and language the share of expert comments "
+                    "whose lines are in the prompt, the share of the identifiers they name "
+                    "whose definition is in it, and prompt tokens per PR.",
+    )
+    context.add_argument("--tasks", nargs="+", required=True,
+                         help="task files or folders (mcr-task/1, AACR-Bench folders)")
+    context.add_argument("--repos", help="folder of checkouts at each task's head, named "
+                                         "<task_id> or <owner>__<repo>")
+    context.add_argument("--budget", type=int,
+                         help="prompt token budget (default: ROUNDWISE_MAX_PROMPT_TOKENS or "
+                              "24000)")
+    context.add_argument("--model", default="gpt-4o",
+                         help="litellm model whose tokenizer counts (default gpt-4o)")
+    context.add_argument("--cache", help="folder for the symbol indexes (default: none)")
+    context.add_argument("--json", action="store_true", help="print the figures as JSON")
+    context.set_defaults(func=cmd_context)
 
 
 def _load(paths: list[str]):
@@ -118,6 +138,28 @@ def cmd_tracking(args) -> int:
                 if pair.live and (pair.answer == "Resolved") != (pair.gold == "Resolved"):
                     print(f"  {pair.task} {pair.defect} round {pair.round}: gold {pair.gold}, "
                           f"answer {pair.answer}")
+    return 0
+
+
+def cmd_context(args) -> int:
+    import os
+
+    from .context import measure, render
+    from .run import gather_tasks
+
+    try:
+        tasks, skipped = gather_tasks(args.tasks)
+    except TaskError as exc:
+        print(f"roundwise: {exc}", file=sys.stderr)
+        return 2
+    for message in skipped:
+        print(f"skipped: {message}", file=sys.stderr)
+    if not tasks:
+        print("roundwise: no valid tasks found in " + ", ".join(args.tasks), file=sys.stderr)
+        return 2
+    budget = args.budget or int(os.environ.get("ROUNDWISE_MAX_PROMPT_TOKENS") or 24000)
+    summary = measure(tasks, args.repos, budget, args.model, args.cache)
+    print(json.dumps(summary, indent=2) if args.json else render(summary))
     return 0
 
 

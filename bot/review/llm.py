@@ -59,6 +59,7 @@ from tracker.models import (
 from tracker.paths import is_docs_path, is_generated_path, is_test_path
 
 from .engine import Detection, Engine, OfflineDetector, RoundContext, Usage
+from .prompt_context import ContextProvider
 
 log = logging.getLogger(__name__)
 litellm.suppress_debug_info = True
@@ -703,6 +704,7 @@ class LLMDetector:
     def __init__(self, client: LLMClient):
         self.client = client
         self.system = _system_prompt("detect_system.txt")
+        self.context = ContextProvider.from_env()  # repository context, within the budget
 
     async def detect(self, ctx: RoundContext) -> Detection:
         plan = self.plan(ctx)
@@ -742,7 +744,8 @@ class LLMDetector:
                     self.client.count_tokens(messages) > self.client.config.max_prompt_tokens:
                 left_out.append(batch.pop())
                 messages = self._messages(header, batch)
-            plan.calls.append(messages)
+            plan.calls.append(self.context.extend(messages, ctx, [p.path for p in batch],
+                                                  self.client))
         if left_out:
             plan.dropped["over_budget_files"] = len({p.path for p in left_out})
         return plan
