@@ -22,8 +22,9 @@ from bot.review.context import (
     definitions_in,
 )
 from bot.review.engine import RoundContext
-from bot.review.llm import LLMClient, LLMConfig, LLMDetector, annotate_diff
+from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier, annotate_diff
 from bot.review.prompt_context import ContextProvider
+from tracker.models import Decision, Defect
 
 MODEL = "gpt-4o"  # litellm's offline tokenizer
 
@@ -259,3 +260,27 @@ def test_bench_context_coverage_by_hand(tmp_path, capsys):
     assert "repo                1         100.0%    100.0%        1          0.0%    100.0%" in out
     assert main([*args, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["by_level"]["repo"] == repo_level
+
+
+def test_the_verifier_sees_the_code_around_a_defects_current_lines(tmp_path):
+    lib, lib_text, def_line, changed, before, after = REPOS["go"]
+    write_repo(tmp_path, {lib: lib_text, changed: after})
+    ctx = context_for(changed, before, after)
+    # D1 sits on the changed return (line 10), which calls money.ComputeTotal
+    defect = Defect(key="D1", description="the total ignores discounts", origin="human",
+                    state="Open", raised_round=1, state_round=1, path=changed, line_start=10,
+                    line_end=10)
+    decision = Decision(key="D1", state="Resolved", rule="anchor-modified", evidence="changed",
+                        candidate=True, path=changed, line_start=10, line_end=10)
+    client = LLMClient(LLMConfig(model=MODEL, max_prompt_tokens=4000))
+    verifier = LLMVerifier(client)
+    verifier.context = ContextProvider(locate=lambda _ctx: tmp_path)
+    [(messages, group)] = verifier.plan(ctx, [(defect, decision)])
+    prompt = messages[1]["content"]
+    assert "enclosing method_declaration Checkout" in prompt
+    assert (lib, "RIGHT", def_line) in shown_lines([messages])
+    assert prompt.index("</defect>") < prompt.index("<repository_context>")
+    assert client.count_tokens(messages) <= 4000 and set(group) == {"D1"}
+    verifier.context = ContextProvider(enabled=False)
+    [(plain, _)] = verifier.plan(ctx, [(defect, decision)])
+    assert "<repository_context>" not in plain[1]["content"]

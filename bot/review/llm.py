@@ -952,6 +952,7 @@ class LLMVerifier:
         self.batch = max(batch or client.config.verify_batch, 1)
         self.system = _system_prompt("verify_system.txt")
         self.stats: Counter = Counter()
+        self.context = ContextProvider.from_env()  # repository context, within the budget
 
     async def verify(self, ctx: RoundContext,
                      candidates: list[tuple[Defect, Decision]]) -> tuple[list[Verdict], Usage]:
@@ -991,7 +992,7 @@ class LLMVerifier:
             used += tokens
         if blocks:
             calls.append((self._messages(blocks), group))
-        return calls
+        return [(self.context.extend_verification(m, ctx, g, self.client), g) for m, g in calls]
 
     def _messages(self, blocks: list[str]) -> list[dict]:
         return [{"role": "system", "content": self.system},

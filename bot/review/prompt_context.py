@@ -1,8 +1,9 @@
-"""Repository context in the LLM detection prompt: the one hook ``LLMDetector.plan`` calls.
+"""Repository context in the LLM prompts: the hooks ``LLMDetector`` and ``LLMVerifier`` call.
 
 ``bot.review.context`` picks code (pure); this module decides where the repository is, caches
 its symbol index per head, and adds the picked code to one detection call within what the
-token budget leaves after the diff, so context never crowds the diff out. Settings:
+token budget leaves after the diff, so context never crowds the diff out (and, the same way,
+to one verification call around its defects' current lines). Settings:
 
 - ``ROUNDWISE_REPOS``: a folder of repository checkouts named ``<owner>__<repo>`` (the AACR
   layout). Unset, or no checkout for a repository: the context comes from the pull request's
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .context import (
+    ChangedFile,
     Placed,
     RepoFiles,
     Section,
@@ -130,13 +132,43 @@ class ContextProvider:
     def extend(self, messages: list[dict], ctx: RoundContext, paths: list[str],
                client) -> list[dict]:
         """``messages`` of one detection call with context added within the budget left."""
+        return self._add(messages, client,
+                         lambda room: self.placed(ctx, paths, room, client.count_text))
+
+    def extend_verification(self, messages: list[dict], ctx: RoundContext, group: dict,
+                            client) -> list[dict]:
+        """``messages`` of one verification call with the context of its defects' current
+        anchors (enclosing code, definitions they use, callers, tests) within the budget."""
+        anchors: dict[str, ChangedFile] = {}
+        for defect, decision in group.values():
+            path = decision.path or defect.path
+            start = decision.line_start or defect.line_start
+            end = decision.line_end or decision.line_start or defect.line_end or start
+            if not path or not start or not ctx.files.get(path):
+                continue
+            cf = anchors.setdefault(path, ChangedFile(path, []))
+            cf.hunks.append((start, max(end, start)))
+            cf.added |= set(range(start, max(end, start) + 1))
+        if not anchors:
+            return messages
+
+        def placed(room: int) -> list[Placed]:
+            repo, index = self.repository(ctx)
+            sections = build_sections(list(anchors.values()), repo, index)
+            return fit(sections, repo, room - client.count_text(wrap([])), client.count_text,
+                       render_section)
+
+        return self._add(messages, client, placed)
+
+    def _add(self, messages: list[dict], client,
+             placed_for: Callable[[int], list[Placed]]) -> list[dict]:
         if not self.enabled:
             return messages
         limit = client.config.max_prompt_tokens
         room = limit - client.count_tokens(messages) - 64
         if room < MIN_ROOM:
             return messages
-        placed = self.placed(ctx, paths, room, client.count_text)
+        placed = placed_for(room)
         while placed:
             out = _insert(messages, wrap(placed))
             if client.count_tokens(out) <= limit:
