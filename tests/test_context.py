@@ -284,3 +284,29 @@ def test_the_verifier_sees_the_code_around_a_defects_current_lines(tmp_path):
     verifier.context = ContextProvider(enabled=False)
     [(plain, _)] = verifier.plan(ctx, [(defect, decision)])
     assert "<repository_context>" not in plain[1]["content"]
+
+
+def test_room_is_kept_for_context_only_while_the_diff_still_fits(tmp_path):
+    lib, lib_text, _, _, _, _ = REPOS["python"]
+    before = "from pkg.money import compute_total\n"
+    files = {f"pkg/cart{i}.py": before + "".join(
+        f"\n\ndef checkout_{i}_{n}(cart):\n    return compute_total(cart.items, 0.{n})\n"
+        for n in range(12)) for i in (1, 2)}
+    write_repo(tmp_path, {lib: lib_text, **files})
+    diff = git_diff(dict.fromkeys(files, before), files)
+    ctx = RoundContext(repo="o/shop", number=1, round=1, head_sha="h" * 40, base_sha="b" * 40,
+                       pr_diff=diff, round_diff=diff, files=dict(files))
+    plain = detector(100_000, ContextProvider(enabled=False)).plan(ctx).calls
+    both = LLMClient(LLMConfig(model=MODEL)).count_tokens(plain[0])
+    budget = int(both / 0.8)  # both files fit one call, but not in 65% of it
+    provider = ContextProvider(locate=lambda _ctx: tmp_path)
+    assert len(detector(budget, ContextProvider(enabled=False)).plan(ctx).calls) == 1
+    calls = detector(budget, provider).plan(ctx).calls
+    assert len(calls) == 2  # one file per call, each with room for its context
+    assert all("<repository_context>" in c[1]["content"] for c in calls)
+    one_call = LLMDetector(LLMClient(LLMConfig(model=MODEL, max_prompt_tokens=budget,
+                                               max_calls=1)))
+    one_call.context = provider
+    [single] = one_call.plan(ctx).calls  # one call allowed: the whole diff, context after
+    assert all(f'<round_diff file="{path}"' in single[1]["content"] for path in files)
+    assert one_call.client.count_tokens(single) <= budget

@@ -736,7 +736,10 @@ class LLMDetector:
             log.warning("the detection prompt's header alone is over the token budget")
             return DetectPlan([], Counter({"over_budget_files": len(files)} if files else {}))
         pieces = self.pieces(ctx, room)
-        batches, left_out = _pack(pieces, room, max(self.client.config.max_calls, 1))
+        batches, left_out = _pack(pieces, self.context.diff_room(room),
+                                  max(self.client.config.max_calls, 1))
+        if left_out:  # no room kept for context when the diff needs all of it
+            batches, left_out = _pack(pieces, room, max(self.client.config.max_calls, 1))
         plan = DetectPlan([])
         for batch in batches:
             messages = self._messages(header, batch)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 WRAPPER = "repository_context"
 BLOCK = "context_code"
 MIN_ROOM = 80  # tokens: below this no context is added
+CONTEXT_SHARE = 0.35  # of a detection call's room kept for context when the calls allow it
 _LOOKALIKE = re.compile(rf"<(\s*/?\s*)({WRAPPER}|{BLOCK})\b", re.IGNORECASE)
 
 
@@ -128,6 +129,12 @@ class ContextProvider:
         sections = build_sections(changed_files_from(diff_files), repo, index)
         overhead = count_text(wrap([]))
         return fit(sections, repo, room - overhead, count_text, render_section)
+
+    def diff_room(self, room: int) -> int:
+        """The room a detection call's diff is packed into first: ``CONTEXT_SHARE`` of it is
+        kept for context. The detector packs into the whole room when the diff would not fit
+        in its calls that way, so context never pushes any of the diff out."""
+        return int(room * (1 - CONTEXT_SHARE)) if self.enabled else room
 
     def extend(self, messages: list[dict], ctx: RoundContext, paths: list[str],
                client) -> list[dict]:
