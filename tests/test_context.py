@@ -310,3 +310,23 @@ def test_room_is_kept_for_context_only_while_the_diff_still_fits(tmp_path):
     [single] = one_call.plan(ctx).calls  # one call allowed: the whole diff, context after
     assert all(f'<round_diff file="{path}"' in single[1]["content"] for path in files)
     assert one_call.client.count_tokens(single) <= budget
+
+
+def test_settings_from_the_environment(tmp_path):
+    lib, lib_text, _, changed, before, after = REPOS["go"]
+    write_repo(tmp_path / "repos" / "o__shop", {lib: lib_text, changed: after})
+    write_repo(tmp_path / "repos" / "task-7", {lib: lib_text})
+    env = {"ROUNDWISE_REPOS": str(tmp_path / "repos"), "ROUNDWISE_DB": str(tmp_path / "l.db")}
+    provider = ContextProvider.from_env(env)
+    ctx = context_for(changed, before, after)
+    assert provider.checkout(ctx) == tmp_path / "repos" / "o__shop"
+    ctx.repo = "bench/task-7"  # the bench's fake repositories are named by task id
+    assert provider.checkout(ctx) == tmp_path / "repos" / "task-7"
+    ctx.repo = "o/elsewhere"
+    assert provider.checkout(ctx) is None
+    ctx.repo = "o/shop"
+    _, index = provider.repository(ctx)
+    assert "ComputeTotal" in index.definitions
+    assert len(list((tmp_path / "context-index").glob("*.json"))) == 1  # beside the ledger
+    assert not ContextProvider.from_env({**env, "ROUNDWISE_CONTEXT": "off"}).enabled
+    assert ContextProvider.from_env({}).repos_dir is None

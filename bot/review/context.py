@@ -563,7 +563,7 @@ def fit(sections: list[Section], repo: RepoFiles, budget: int,
     chosen: dict[int, Placed] = {}
     used = 0
 
-    def place(i: int, section: Section, start: int, end: int) -> Placed:
+    def place(section: Section, start: int, end: int) -> Placed:
         if section.path not in texts:
             texts[section.path] = repo.read(section.path) or ""
         block = render(section, start, end, numbered(texts[section.path], start, end))
@@ -573,13 +573,13 @@ def fit(sections: list[Section], repo: RepoFiles, budget: int,
         if not repo.read(section.path):
             continue
         start, end = section.ranges[-1]
-        candidate = place(i, section, start, end)
+        candidate = place(section, start, end)
         if used + candidate.tokens <= budget:
             chosen[i] = candidate
             used += candidate.tokens
     for i, current in list(chosen.items()):
         for start, end in sections[i].ranges[:-1]:
-            bigger = place(i, sections[i], start, end)
+            bigger = place(sections[i], start, end)
             if used - current.tokens + bigger.tokens <= budget:
                 chosen[i] = bigger
                 used += bigger.tokens - current.tokens

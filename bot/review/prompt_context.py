@@ -6,8 +6,10 @@ token budget leaves after the diff, so context never crowds the diff out (and, t
 to one verification call around its defects' current lines). Settings:
 
 - ``ROUNDWISE_REPOS``: a folder of repository checkouts named ``<owner>__<repo>`` (the AACR
-  layout). Unset, or no checkout for a repository: the context comes from the pull request's
-  own files (enclosing functions, definitions and callers among them).
+  layout) or ``<repo>`` (the bench names its fake repositories ``bench/<task_id>``, so a
+  folder of checkouts named by task id serves ``bench run``). Unset, or no checkout for a
+  repository: the context comes from the pull request's own files (enclosing functions,
+  definitions and callers among them).
 - ``ROUNDWISE_CONTEXT_CACHE``: where the symbol indexes are cached as JSON (one file per
   repository and head); default ``context-index`` beside the ledger (``ROUNDWISE_DB``).
 - ``ROUNDWISE_CONTEXT``: ``off`` leaves the prompt as the diff alone.
@@ -98,8 +100,10 @@ class ContextProvider:
         if self.repos_dir is None:
             return None
         owner, _, name = ctx.repo.partition("/")
-        folder = self.repos_dir / f"{owner}__{name}"
-        return folder if folder.is_dir() else None
+        for folder in (self.repos_dir / f"{owner}__{name}", self.repos_dir / name):
+            if name and folder.is_dir():
+                return folder
+        return None
 
     def repository(self, ctx: RoundContext) -> tuple[RepoFiles, SymbolIndex]:
         """The repository at the round's head and its symbol index (built once per head)."""
