@@ -330,3 +330,19 @@ def test_settings_from_the_environment(tmp_path):
     assert len(list((tmp_path / "context-index").glob("*.json"))) == 1  # beside the ledger
     assert not ContextProvider.from_env({**env, "ROUNDWISE_CONTEXT": "off"}).enabled
     assert ContextProvider.from_env({}).repos_dir is None
+
+
+def test_names_beside_the_change_and_c_macros_that_rename_functions(tmp_path):
+    before = 'int submit(void)\n{\n    SDL_LogError("lost");\n    return 0;\n}\n'
+    after = 'int submit(void)\n{\n    SDL_LogError("lost");\n    int retries = 3;\n    return 0;\n}\n'
+    files = {"src/gpu/gpu.c": after,
+             "src/log.c": "void SDL_LogError(const char *fmt)\n{\n    (void)fmt;\n}\n",
+             "src/dynapi/overrides.h": "#define SDL_LogError SDL_LogError_REAL\n"}
+    write_repo(tmp_path, files)
+    ctx = context_for("src/gpu/gpu.c", before, after)
+    prompt = detector(4000, ContextProvider(locate=lambda _ctx: tmp_path)).plan(ctx).calls[0]
+    text = prompt[1]["content"]
+    # SDL_LogError is on an unchanged line of the hunk: its function, not the macro, comes in
+    assert ('<context_code file="src/log.c" lines="1-4" source="definition of SDL_LogError '
+            '(function_definition), used at src/gpu/gpu.c:3"') in text
+    assert "overrides.h" not in text

@@ -430,40 +430,50 @@ def _related(d: Definition, path: str, text: str) -> bool:
 
 def _definitions(changes: list[ChangedFile], repo: RepoFiles, index: SymbolIndex,
                  taken: list[Section]) -> list[Section]:
-    """Definitions of the names the changed lines use, file by file in turn. A name defined
-    once in the repository is taken as is; one defined more often only where it is related
-    to the changed file (``_related``), and not at all past ``MAX_HOMONYMS`` files."""
-    per_file: list[list[Section]] = []
+    """Definitions of the names the changed lines use, file by file in turn; then of the names
+    on the hunks' unchanged lines (what the change sits among). A name defined once in the
+    repository is taken as is; one defined more often only where it is related to the
+    changed file (``_related``), and not at all past ``MAX_HOMONYMS`` files."""
     seen: set[str] = set()
-    for cf in changes:
-        text = repo.read(cf.path) or ""
-        out: list[Section] = []
-        names = 0
-        for name, line in identifiers_on(cf.path, text, cf.added):
-            if name in seen or len(name) < MIN_NAME or names >= MAX_SYMBOLS:
-                continue
-            seen.add(name)
-            defs = [d for d in index.definitions.get(name, [])
-                    if not (d.path == cf.path and d.start <= line <= d.end)]
-            if not defs or len({d.path for d in defs}) > MAX_HOMONYMS:
-                continue
-            if len(defs) > 1:
-                defs = [d for d in defs if _related(d, cf.path, text)]
-            defs.sort(key=lambda d: ("constructor" in d.kind, _distance(d.path, cf.path),
-                                     d.path, d.start))
-            names += bool(defs)
-            for d in defs[:MAX_DEFS_PER_NAME]:
-                if _covered(taken + out, d.path, d.start, d.end) or any(
-                        _covered(f, d.path, d.start, d.end) for f in per_file):
-                    continue
+    out: list[Section] = []
+    for tier in ("added", "around"):
+        per_file: list[list[Section]] = []
+        for cf in changes:
+            text = repo.read(cf.path) or ""
+            lines = cf.added if tier == "added" else {
+                n for lo, hi in cf.hunks for n in range(lo, hi + 1)} - cf.added
+            per_file.append(_definitions_in_file(cf, text, lines, index, seen, taken + out))
+        for i in range(max((len(f) for f in per_file), default=0)):  # each file in turn
+            out += [f[i] for f in per_file if i < len(f) and not _covered(
+                out, f[i].path, f[i].start, f[i].end)]
+    return out
+
+
+def _definitions_in_file(cf: ChangedFile, text: str, lines: set[int], index: SymbolIndex,
+                         seen: set[str], taken: list[Section]) -> list[Section]:
+    out: list[Section] = []
+    names = 0
+    for name, line in identifiers_on(cf.path, text, lines):
+        if name in seen or len(name) < MIN_NAME or names >= MAX_SYMBOLS:
+            continue
+        seen.add(name)
+        defs = [d for d in index.definitions.get(name, [])
+                if not (d.path == cf.path and d.start <= line <= d.end)]
+        if any(d.kind != "preproc_def" for d in defs):  # C: a rename macro beside the real one
+            defs = [d for d in defs if d.kind != "preproc_def"]
+        if not defs or len({d.path for d in defs}) > MAX_HOMONYMS:
+            continue
+        if len(defs) > 1:
+            defs = [d for d in defs if _related(d, cf.path, text)]
+        defs.sort(key=lambda d: ("constructor" in d.kind, _distance(d.path, cf.path),
+                                 d.path, d.start))
+        names += bool(defs)
+        for d in defs[:MAX_DEFS_PER_NAME]:
+            if not _covered(taken + out, d.path, d.start, d.end):
                 out.append(Section("definition", d.path, _cut(d.start, d.end),
                                    f"definition of {name} ({d.kind}), used at "
                                    f"{cf.path}:{line}", name))
-        per_file.append(out)
-    merged: list[Section] = []
-    for i in range(max((len(f) for f in per_file), default=0)):  # one from each file in turn
-        merged += [f[i] for f in per_file if i < len(f)]
-    return merged
+    return out
 
 
 def _mentions(repo: RepoFiles, name: str, call: bool,
