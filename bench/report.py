@@ -260,7 +260,7 @@ def plot_f1_per_round(summary: dict) -> str:
                     color="black", label="own f1")
         ax.set_xticks(xs, labels=[f"R{x}\n{d['due']} due" for x, d in
                                   zip(xs, per_round.values(), strict=True)])
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     else:
         ax.text(0.5, 0.5, "no multi-round results", ha="center", va="center")
     ax.set_xlabel("round (defects due)")
