@@ -10,7 +10,8 @@ and with repository context (``bot.review.prompt_context``). Then, for every exp
 - **symbol coverage**: of the identifiers it names (backticked, or code-shaped: ``snake_case``,
   ``camelCase``, ``Pascal`` names with two capitals, ``name(``) that the repository defines,
   the share whose definition's first line is in the prompt;
-- prompt tokens per pull request (all calls of its rounds) for both prompts.
+- prompt tokens per pull request (all calls of its rounds) for both prompts, and how the
+  context's tokens split between enclosing code, definitions, callers and tests.
 
 Figures are grouped by the comment's context level (AACR's diff/file/repo; MCR cards have none)
 and by language. Checkouts at each task's head come from ``--repos``: a folder holding
@@ -37,6 +38,10 @@ from .tasks import Task
 
 DEFAULT_MODEL = "gpt-4o"  # litellm counts its tokens offline
 _BLOCK = re.compile(r'<(round_diff|context_code) file="([^"]*)"[^>]*>\n(.*?)\n</\1>', re.DOTALL)
+_CONTEXT_BLOCK = re.compile(r'<context_code [^>]*source="([^"]*)"[^>]*>.*?</context_code>',
+                            re.DOTALL)
+KINDS = {"enclosing": "enclosing", "code around": "enclosing", "definition": "definition",
+         "caller": "caller", "test": "test"}
 _NEW_LINE = re.compile(r"^\s*(\d+) \| ", re.MULTILINE)
 _OLD_LINE = re.compile(r"^L\s*(\d+) \| ", re.MULTILINE)
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
@@ -55,6 +60,18 @@ def shown_lines(calls: list[list[dict]]) -> set[tuple[str, str, int]]:
             path = path.replace("&quot;", '"')
             out |= {(path, "RIGHT", int(n)) for n in _NEW_LINE.findall(body)}
             out |= {(path, "LEFT", int(n)) for n in _OLD_LINE.findall(body)}
+    return out
+
+
+def context_kinds(calls: list[list[dict]], count) -> dict[str, int]:
+    """Tokens of the context blocks in the prompts, by kind of context."""
+    out: dict[str, int] = defaultdict(int)
+    for messages in calls:
+        for m in messages:
+            for block in _CONTEXT_BLOCK.finditer(str(m.get("content") or "")):
+                kind = next((k for prefix, k in KINDS.items()
+                             if block.group(1).startswith(prefix)), "other")
+                out[kind] += count(block.group(0))
     return out
 
 
@@ -122,6 +139,7 @@ class ContextRun:
     by_language: dict = field(default_factory=lambda: defaultdict(Tally))
     tokens: list[tuple[str, int, int]] = field(default_factory=list)  # task, diff, context
     checkouts: int = 0
+    kinds: dict = field(default_factory=lambda: defaultdict(int))
 
     def detector(self, provider: ContextProvider) -> LLMDetector:
         client = LLMClient(LLMConfig(model=self.model, max_prompt_tokens=self.budget))
@@ -147,6 +165,8 @@ class ContextRun:
             for i, call_list in enumerate(calls):
                 tokens[i] += sum(plain.client.count_tokens(m) for m in call_list)
             seen = [shown_lines(c) for c in calls]
+            for kind, n in context_kinds(calls[1], plain.client.count_text).items():
+                self.kinds[kind] += n
             _, index = provider.repository(ctx)
             for card in task.defects:
                 if int(card.get("raised_in_round") or 1) != t:
@@ -184,7 +204,9 @@ class ContextRun:
             "tokens_per_pr": {
                 "diff_only": sum(d for _, d, _ in self.tokens) / n if n else 0.0,
                 "with_context": sum(c for _, _, c in self.tokens) / n if n else 0.0,
-                "max_with_context": max((c for _, _, c in self.tokens), default=0)},
+                "max_with_context": max((c for _, _, c in self.tokens), default=0),
+                "context_by_kind": {k: self.kinds[k] / n for k in sorted(self.kinds)} if n
+                else {}},
         }
 
 
@@ -220,4 +242,8 @@ def render(summary: dict) -> str:
     tok = summary["tokens_per_pr"]
     lines.append(f"prompt tokens per PR: diff only {tok['diff_only']:.0f}, with context "
                  f"{tok['with_context']:.0f} (largest {tok['max_with_context']})")
+    kinds = tok.get("context_by_kind") or {}
+    if kinds:
+        lines.append("context tokens per PR by kind: " + ", ".join(
+            f"{kind} {value:.0f}" for kind, value in kinds.items()))
     return "\n".join(lines)

@@ -250,6 +250,9 @@ def test_bench_context_coverage_by_hand(tmp_path, capsys):
     assert s["checkouts"] == 1 and s["by_language"]["Java"]["comments"] == 2
     assert s["tokens_per_pr"]["with_context"] > s["tokens_per_pr"]["diff_only"] > 0
     assert s["tokens_per_pr"]["max_with_context"] <= 6000
+    kinds = s["tokens_per_pr"]["context_by_kind"]
+    assert kinds["enclosing"] > 0 and kinds["definition"] > 0 and set(kinds) <= {
+        "enclosing", "definition", "caller", "test"}
     ctx = round_context(task, 1)
     assert ctx.files == {changed: after}
     (tmp_path / "task.json").write_text(json.dumps(raw))
