@@ -350,7 +350,6 @@ class Section:
         return self.ranges[0][1]
 
 
-KIND_ORDER = ("enclosing", "definition", "caller", "test")
 WINDOW = 15  # lines either side of a hunk when it has no enclosing definition
 HEAD_LINES = 40  # a definition too long to show whole shows its first lines
 MAX_DEFS_PER_NAME = 2
