@@ -69,6 +69,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     tracking.add_argument("--baseline", choices=["naive"],
                           help="also score the trivial tracker on the same pairs, side by side")
     tracking.set_defaults(func=cmd_tracking)
+    context = bsub.add_parser(
+        "context", help="measure what the LLM detection prompt shows, without an LLM",
+        description="Build each task's detection prompts as a review would, with the diff "
+                    "alone and with repository context, within the same token budget, and "
+                    "report per context level and language the share of expert comments "
+                    "whose lines are in the prompt, the share of the identifiers they name "
+                    "whose definition is in it, and prompt tokens per PR.",
+    )
+    context.add_argument("--tasks", nargs="+", required=True,
+                         help="task files or folders (mcr-task/1, AACR-Bench folders)")
+    context.add_argument("--repos", help="folder of checkouts at each task's head, named "
+                                         "<task_id> or <owner>__<repo>")
+    context.add_argument("--budget", type=int,
+                         help="prompt token budget (default: ROUNDWISE_MAX_PROMPT_TOKENS or "
+                              "24000)")
+    context.add_argument("--model", default="gpt-4o",
+                         help="litellm model whose tokenizer counts (default gpt-4o)")
+    context.add_argument("--cache", help="folder for the symbol indexes (default: none)")
+    context.add_argument("--json", action="store_true", help="print the figures as JSON")
+    context.set_defaults(func=cmd_context)
 
 
 def _load(paths: list[str]):
@@ -156,6 +176,28 @@ def tracking_table(scores: dict, baseline: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def cmd_context(args) -> int:
+    import os
+
+    from .context import measure, render
+    from .run import gather_tasks
+
+    try:
+        tasks, skipped = gather_tasks(args.tasks)
+    except TaskError as exc:
+        print(f"roundwise: {exc}", file=sys.stderr)
+        return 2
+    for message in skipped:
+        print(f"skipped: {message}", file=sys.stderr)
+    if not tasks:
+        print("roundwise: no valid tasks found in " + ", ".join(args.tasks), file=sys.stderr)
+        return 2
+    budget = args.budget or int(os.environ.get("ROUNDWISE_MAX_PROMPT_TOKENS") or 24000)
+    summary = measure(tasks, args.repos, budget, args.model, args.cache)
+    print(json.dumps(summary, indent=2) if args.json else render(summary))
+    return 0
+
+
 def cmd_run(args) -> int:
     import asyncio
 
@@ -181,18 +223,39 @@ def cmd_run(args) -> int:
     return 1 if summary["run"]["tasks_failed"] else 0
 
 
+def _prf(d: dict) -> str:
+    precision = "-" if d.get("precision") is None else f"{d['precision']:.3f}"
+    return (f"precision {precision}  recall {d['recall']:.3f}  f1 {d['f1']:.3f}  "
+            f"(matched {d['tp']} of {d['due']} due, {d['findings']} findings)")
+
+
 def headline(summary: dict) -> str:
-    """The few figures a person looks at first."""
+    """The few figures a person looks at first: the bot's own detection, then tracking, then
+    the protocol's combined figure (which counts carried human defects as detections)."""
     d, tr = summary["detection"], summary["tracking"]
-    lines = [
-        (f"{summary['tasks']} task(s), {summary['rounds']} round(s), reviewer "
-         f"{summary['run']['model']}, judge {summary['run']['judge']}"),
-        f"detection  precision {d['precision']:.3f}  recall {d['recall']:.3f}  f1 {d['f1']:.3f}",
-        f"state accuracy on matched pairs {summary['state_accuracy']:.3f}",
-        (f"tracking   accuracy {tr['state_accuracy']:.3f}  balanced "
-         f"{tr['balanced_accuracy']:.3f}  (live pairs {tr['n']}); settled errors "
-         f"{tr['settled_errors']}/{tr['settled_n']}"),
-    ]
+    run = summary.get("run") or {}
+    lines = [(f"{summary['tasks']} task(s), {summary['rounds']} round(s), reviewer "
+              f"{run.get('model', '-')}, judge {run.get('judge', '-')}")]
+    if run.get("model") == "offline":
+        lines.append("the reviewer is OFFLINE (static checks, no LLM): own detection is what "
+                     "those checks find")
+    own, carried = summary.get("own"), summary.get("carried")
+    if own and d.get("rounds", 1):
+        lines += [f"own detection, round 1     {_prf(own['round_1'])}",
+                  f"own detection, all rounds  {_prf(own)}"]
+    if d.get("rounds", 1):
+        line = (f"tracking   accuracy {tr['state_accuracy']:.3f}  balanced "
+                f"{tr['balanced_accuracy']:.3f}  (live pairs {tr['n']}); settled errors "
+                f"{tr['settled_errors']}/{tr['settled_n']}")
+        base = tr.get("baseline")
+        if base:
+            line += (f"; naive baseline balanced {base['balanced_accuracy']:.3f}, settled "
+                     f"errors {base['settled_errors']}/{base['settled_n']}")
+        lines.append(line)
+        combined = f"combined detection (protocol)  {_prf(d)}"
+        if carried:
+            combined += f"; carried matched {carried['tp']}"
+        lines += [combined, f"state accuracy on matched pairs {summary['state_accuracy']:.3f}"]
     if "aacr" in summary:
         a = summary["aacr"]
         lines.append(f"aacr       line f1 {a['line']['f1']:.3f}  semantic f1 "

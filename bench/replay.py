@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -133,8 +134,10 @@ def bench_repo(task: Task) -> str:
     return f"{OWNER}/{task.task_id}"[:100]
 
 
-async def replay_task(h: Harness, task: Task) -> list[dict]:
-    """Play one task through the bot; one record per round (see ``collect``)."""
+async def replay_task(h: Harness, task: Task,
+                      on_round: Callable[[int], None] | None = None) -> list[dict]:
+    """Play one task through the bot; one record per round (see ``collect``). ``on_round``
+    is told each round's number once its record is taken."""
     repo, number = bench_repo(task), int(task.pr.get("number") or 1)
     author = task.pr.get("author") or "author"
     h.fake.add_repo(repo, INSTALLATION)
@@ -158,6 +161,8 @@ async def replay_task(h: Harness, task: Task) -> list[dict]:
         if failed:
             raise BotError(f"{task.task_id} round {rnd.number}: job failed: {failed[-1]}")
         records.append(collect(h.ledger, task, repo, number, rnd.number, ids, seconds))
+        if on_round is not None:
+            on_round(rnd.number)
         for event in rnd.events:
             await deliver_event(h, repo, number, event, ids)
         await h.idle(repo, number)

@@ -1,11 +1,13 @@
 """Reports of a scored bench run, and the comparison of two runs.
 
 ``write_reports(summary, out_dir)`` writes ``report.md`` and a self-contained ``report.html``
-(the same tables plus two matplotlib plots embedded as base64 PNG: F1 per round and the
-state confusion heatmap), both rendered with jinja2 from ``bench/templates``. The tables follow
-the paper's: P/R/F1 by language (Table 5), state accuracy by language (Table 7), hit rate by
-defect type (Table 8) and severity (Table 9), F1 by round (Table 10), the confusion matrix
-(Figure 5), tracking, AACR-Bench, and tokens and seconds per round.
+(the same tables plus two matplotlib plots embedded as base64 PNG: detection per round with
+each round's due defects, and the state confusion heatmap), both rendered with jinja2 from
+``bench/templates``. Both open with a run header (version, commit, date, reviewer, judge,
+tolerance, tasks) and lead with the bot's own detection apart from the defects it carried
+from people's reviews (``bench.provenance``); then the MCR-Bench protocol's combined tables
+(each names what it shows; the paper's table number is a note), tracking beside the naive
+baseline when the summary has one, AACR-Bench, and tokens and seconds per round.
 
 ``compare(a, b)`` prints the headline figures of two summaries side by side with B - A, for
 ``roundwise bench compare RUN_A RUN_B``; ``load_summary(run_dir)`` reads a run's summary.json.
@@ -43,6 +45,26 @@ class Table:
     columns: list[str]
     rows: list[list[str]] = field(default_factory=list)
     note: str = ""
+    paper: str = ""  # where the MCR-Bench paper has the same table, e.g. "Table 5"
+
+    def numeric(self) -> list[bool]:
+        """Per column: whether every cell is a number or "-" (right-aligned), else text."""
+        return [all(_is_number(row[i]) for row in self.rows) if self.rows else i > 0
+                for i in range(len(self.columns))]
+
+    def full_note(self) -> str:
+        paper = f"MCR-Bench paper: {self.paper}." if self.paper else ""
+        return " ".join(part for part in (self.note, paper) if part)
+
+
+def _is_number(cell: str) -> bool:
+    if cell == "-":
+        return True
+    try:
+        float(cell.rstrip("%"))
+    except ValueError:
+        return False
+    return True
 
 
 def ratio(value) -> str:
@@ -62,31 +84,65 @@ def _detection_row(label: str, d: dict) -> list[str]:
             number(d["due"]), number(d["findings"]), number(d["tp"])]
 
 
+DETECTION_COLUMNS = ["Precision", "Recall", "F1", "Due", "Findings", "Matched"]
+
+
+def own_tables(s: dict) -> list[Table]:
+    """The split first: own, carried and combined detection; then own by round, language and
+    defect type (MCR tasks scored with ``bench.provenance``)."""
+    own, carried = s.get("own"), s.get("carried")
+    if not own or not carried:
+        return []
+    split = Table("Detection: own findings, carried defects, combined",
+                  ["Part", "Rounds", *DETECTION_COLUMNS],
+                  [["Own, round 1", *_detection_row("", own["round_1"])[1:]],
+                   ["Own, all rounds", *_detection_row("", own)[1:]],
+                   ["Carried, all rounds", *_detection_row("", carried)[1:]],
+                   ["Combined (protocol)", *_detection_row("", s["detection"])[1:]]],
+                  "Own: findings the bot raised itself. Carried: defects people raised in "
+                  "earlier rounds, reported again with a state. Each is matched against every "
+                  "defect due at the round, so own + carried = combined; precision is - when "
+                  "a part has no findings.")
+    for row, rounds in zip(split.rows, (own["round_1"], own, carried, s["detection"]),
+                           strict=True):
+        row.insert(1, number(rounds.get("rounds")))
+    by_round = Table("Own detection by round", ["Round", *DETECTION_COLUMNS],
+                     [_detection_row(r, d) for r, d in own["per_round"].items()],
+                     "Round 1 is the only round where no one has told the bot anything yet.")
+    by_lang = Table("Own detection by language", ["Language", *DETECTION_COLUMNS],
+                    [_detection_row(lang, d) for lang, d in own["per_language"].items()])
+    by_type = Table("Own hit rate by defect type", ["Type", "Name", "Hit rate", "Hits", "Due"],
+                    [[t, MCR_TYPES.get(t, "-"), ratio(d["hit_rate"]), number(d["hit"]),
+                      number(d["due"])] for t, d in own["per_type"].items()])
+    return [split, by_round, by_lang, by_type]
+
+
 def detection_tables(s: dict) -> list[Table]:
-    """Tables 5, 7, 8, 9, 10, the confusion matrix and tracking (MCR tasks)."""
+    """The protocol's combined tables (the paper's 5, 7, 8, 9, 10 and Figure 5) and tracking."""
     langs = s["per_language"]
-    t5 = Table("Detection by language (Table 5)",
-               ["Language", "Precision", "Recall", "F1", "Due", "Findings", "Matched"],
+    t5 = Table("Combined detection by language", ["Language", *DETECTION_COLUMNS],
                [_detection_row(lang, d) for lang, d in langs.items()]
                + [_detection_row("Overall", s["detection"])],
-               "Findings matched one-to-one to due defect cards (micro over task-rounds).")
-    t7 = Table("Lifecycle state accuracy by language (Table 7)",
+               "Own and carried findings matched one-to-one to due defect cards (micro over "
+               "task-rounds).", "Table 5")
+    t7 = Table("Lifecycle state accuracy by language",
                ["Language", "State accuracy", "Matched pairs"],
                [[lang, ratio(d["state_accuracy"]), number(d["state_n"])]
                 for lang, d in langs.items()]
                + [["Overall", ratio(s["state_accuracy"]), number(s["state_n"])]],
-               "Exact state equality on matched (finding, card) pairs.")
-    t8 = Table("Hit rate by defect type (Table 8)", ["Type", "Name", "Hit rate", "Hits", "Due"],
+               "Exact state equality on matched (finding, card) pairs.", "Table 7")
+    t8 = Table("Combined hit rate by defect type", ["Type", "Name", "Hit rate", "Hits", "Due"],
                [[t, MCR_TYPES.get(t, "-"), ratio(d["hit_rate"]), number(d["hit"]),
-                 number(d["due"])] for t, d in s["per_type"].items()])
+                 number(d["due"])] for t, d in s["per_type"].items()], paper="Table 8")
     order = {sev: i for i, sev in enumerate(SEVERITIES)}
     severities = sorted(s["per_severity"].items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))
-    t9 = Table("Hit rate by severity (Table 9)", ["Severity", "Hit rate", "Hits", "Due"],
+    t9 = Table("Combined hit rate by severity", ["Severity", "Hit rate", "Hits", "Due"],
                [[sev, ratio(d["hit_rate"]), number(d["hit"]), number(d["due"])]
-                for sev, d in severities])
-    t10 = Table("F1 by round (Table 10)",
-                ["Round", "Precision", "Recall", "F1", "Due", "Findings", "Matched"],
-                [_detection_row(r, d) for r, d in s["per_round"].items()])
+                for sev, d in severities], paper="Table 9")
+    t10 = Table("Combined detection by round", ["Round", *DETECTION_COLUMNS],
+                [_detection_row(r, d) for r, d in s["per_round"].items()],
+                "Due: the defects due at that round over all tasks; a round with few is noisy.",
+                "Table 10")
     return [t5, t7, t8, t9, t10, confusion_table(s), tracking_table(s["tracking"])]
 
 
@@ -94,20 +150,35 @@ def confusion_table(s: dict) -> Table:
     """Figure 5 as a table: gold states down, predicted states across."""
     matrix = s["state_confusion"]
     labels = list(matrix) or list(STATE_ORDER)
-    return Table("State confusion, gold x predicted (Figure 5)", ["Gold \\ Predicted", *labels],
-                 [[gold, *(number(matrix[gold].get(p, 0)) for p in labels)] for gold in labels])
+    return Table("State confusion, gold x predicted", ["Gold \\ Predicted", *labels],
+                 [[gold, *(number(matrix[gold].get(p, 0)) for p in labels)] for gold in labels],
+                 "Combined matched pairs.", "Figure 5")
 
 
-def tracking_table(tr: dict) -> Table:
-    """Live pairs (accuracy and balanced accuracy) and settled pairs (errors)."""
+def _tracking_rows(name: str, tr: dict) -> list[list[str]]:
     settled_n, errors = tr.get("settled_n", 0), tr.get("settled_errors", 0)
     settled_acc = 1 - errors / settled_n if settled_n else None
     live_errors = round(tr["n"] * (1 - tr["state_accuracy"])) if tr["n"] else 0
-    return Table("Tracking", ["Pairs", "N", "Accuracy", "Balanced accuracy", "Errors"],
-                 [["Live", number(tr["n"]), ratio(tr["state_accuracy"]),
-                   ratio(tr["balanced_accuracy"]), number(live_errors)],
-                  ["Settled", number(settled_n), ratio(settled_acc), "-", number(errors)]],
-                 "Live: unresolved at t-1 (Open vs Resolved). Settled: Resolved at t-1.")
+    recalls = tr.get("recall_by_state") or {}
+    return [[name, "Live", number(tr["n"]), ratio(tr["state_accuracy"]),
+             ratio(tr["balanced_accuracy"]), ratio(recalls.get("Open")),
+             ratio(recalls.get("Resolved")), number(live_errors)],
+            [name, "Settled", number(settled_n), ratio(settled_acc), "-", "-", "-",
+             number(errors)]]
+
+
+def tracking_table(tr: dict) -> Table:
+    """Live pairs (accuracy and balanced accuracy) and settled pairs (errors), with the naive
+    baseline's figures beside roundwise's when the summary carries them."""
+    rows = _tracking_rows("roundwise", tr)
+    baseline = tr.get("baseline")
+    if baseline:
+        rows += _tracking_rows("naive baseline", baseline)
+    return Table("Tracking: states of defects told in earlier rounds",
+                 ["System", "Pairs", "N", "Accuracy", "Balanced accuracy", "Recall Open",
+                  "Recall Resolved", "Errors"], rows,
+                 "Live: unresolved at t-1 (Open vs Resolved). Settled: Resolved at t-1."
+                 + ("" if baseline else " No naive baseline in this summary."))
 
 
 def aacr_tables(a: dict) -> list[Table]:
@@ -150,6 +221,7 @@ def tables(summary: dict) -> list[Table]:
     """Every table of the report, in order (MCR tables only when MCR rounds were scored)."""
     out: list[Table] = []
     if summary["detection"].get("rounds", summary["rounds"]):
+        out += own_tables(summary)
         out += detection_tables(summary)
     if summary.get("aacr"):
         out += aacr_tables(summary["aacr"])
@@ -170,21 +242,28 @@ def _png(figure) -> str:
 
 
 def plot_f1_per_round(summary: dict) -> str:
-    """F1 (and precision, recall) per round index as a line plot, base64 PNG."""
+    """F1 per round index, combined and the bot's own, as a line plot whose round labels
+    carry each round's number of due defects; base64 PNG."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6, 3.5))
     ax = figure.add_subplot()
     per_round = summary.get("per_round") or {}
+    own = (summary.get("own") or {}).get("per_round") or {}
     xs = [int(name[1:]) for name in per_round]
     if xs:
         for metric, style in (("f1", "o-"), ("precision", "s--"), ("recall", "^:")):
-            ax.plot(xs, [d[metric] for d in per_round.values()], style, label=metric)
-        ax.set_xticks(xs)
-        ax.legend()
+            ax.plot(xs, [d[metric] for d in per_round.values()], style,
+                    label=f"combined {metric}")
+        if own:
+            ax.plot(xs, [own.get(name, {}).get("f1", 0.0) for name in per_round], "D-",
+                    color="black", label="own f1")
+        ax.set_xticks(xs, labels=[f"R{x}\n{d['due']} due" for x, d in
+                                  zip(xs, per_round.values(), strict=True)])
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     else:
         ax.text(0.5, 0.5, "no multi-round results", ha="center", va="center")
-    ax.set_xlabel("round")
+    ax.set_xlabel("round (defects due)")
     ax.set_ylim(0, 1.05)
     ax.set_title("Detection per round")
     return _png(figure)
@@ -229,10 +308,45 @@ def _environment(autoescape: bool) -> Environment:
     return env
 
 
-def _context(summary: dict) -> dict:
+def run_header(summary: dict) -> list[tuple[str, str]]:
+    """(label, value) pairs saying what produced the figures."""
+    run = summary.get("run") or {}
     judge = summary.get("judge") or {}
-    return {"s": summary, "tables": tables(summary),
-            "judge": ", ".join(f"{k} {v}" for k, v in judge.items()) or "-"}
+    model = run.get("model")
+    reviewer = ("offline static checks (no LLM)" if model == "offline"
+                else f"LLM {model}" if model else "-")
+    if run.get("baseline"):
+        reviewer = f"{run['baseline']} baseline, {reviewer}"
+    version = run.get("version") or "-"
+    return [
+        ("roundwise", f"{version}" + (f" (commit {run['commit']})" if run.get("commit") else "")),
+        ("date", str(run.get("date") or "-")),
+        ("reviewer", reviewer),
+        ("model", str(model or "-")),
+        ("judge", ", ".join(f"{k} {v}" for k, v in judge.items()) or "-"),
+        ("line tolerance", str(summary.get("tolerance", "-"))),
+        ("tasks", f"{summary.get('tasks', 0)} ({summary.get('rounds', 0)} task-rounds scored"
+                  + (f", {summary['skipped_records']} record(s) skipped"
+                     if summary.get("skipped_records") else "") + ")"),
+    ]
+
+
+def offline_warning(summary: dict) -> str:
+    """A plain sentence when the reviewer was the offline one, else ""."""
+    if (summary.get("run") or {}).get("model") != "offline":
+        return ""
+    text = ("The reviewer was offline: no LLM, only the static checks; its own detection is "
+            "what those checks find.")
+    carried, tp = (summary.get("carried") or {}).get("tp"), summary["detection"].get("tp")
+    if carried and tp:
+        text += (f" {carried} of the {tp} matched findings are defects people raised, which "
+                 f"the tracker carried forward.")
+    return text
+
+
+def _context(summary: dict) -> dict:
+    return {"s": summary, "tables": tables(summary), "header": run_header(summary),
+            "offline": offline_warning(summary)}
 
 
 def render_markdown(summary: dict) -> str:
@@ -288,6 +402,9 @@ def _get(summary: dict, dotted: str):
 
 # (label, dotted key, decimals; None for a rate shown with three decimals)
 HEADLINES = [
+    ("own precision, round 1", "own.round_1.precision", None),
+    ("own recall, round 1", "own.round_1.recall", None),
+    ("own F1, all rounds", "own.f1", None),
     ("detection precision", "detection.precision", None),
     ("detection recall", "detection.recall", None),
     ("detection F1", "detection.f1", None),

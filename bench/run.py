@@ -15,18 +15,19 @@ prompt holding the whole history (the paper's pure-LLM protocol), for comparison
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import logging
 import shutil
-import sys
+import subprocess
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-
-from tqdm import tqdm
 
 from .aacr import is_aacr_folder, load_aacr
 from .judge import LLMJudge, OfflineJudge
+from .progress import Progress
 from .replay import BotError, Harness, replay_task
 from .report import write_reports
 from .scoring import ascore
@@ -98,13 +99,18 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
                        llm_cache=str(cache) if opts.model else None,
                        workers=max(opts.concurrency, 1)) as harness:
         gate = asyncio.Semaphore(max(opts.concurrency, 1))
-        bar = tqdm(total=len(tasks), desc="tasks", unit="task", disable=not opts.progress,
-                   file=sys.stderr)
+        progress = Progress({t.task_id: len(t.rounds) for t in tasks}, enabled=opts.progress)
 
         async def play(task: Task) -> None:
             async with gate:
+                played = []
+
+                def on_round(number: int) -> None:
+                    played.append(number)
+                    progress.round_done(task.task_id, number)
+
                 try:
-                    records = await replay_task(harness, task)
+                    records = await replay_task(harness, task, on_round)
                 except (BotError, TaskError, ValueError, KeyError) as exc:
                     errors[task.task_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("task %s failed: %s", task.task_id, exc)
@@ -112,25 +118,48 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
                     path = _task_file(opts.out, task.task_id)
                     path.write_text("".join(json.dumps(r, sort_keys=True) + "\n"
                                             for r in records))
-                bar.update(1)
+                progress.task_done(task.task_id, len(played), errors.get(task.task_id))
 
         await asyncio.gather(*(play(t) for t in tasks))
-        bar.close()
+        progress.close()
 
 
 async def _stateless_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str]) -> None:
     from .stateless import stateless_records
 
-    for task in tqdm(tasks, desc="tasks", unit="task", disable=not opts.progress,
-                     file=sys.stderr):
+    progress = Progress({t.task_id: len(t.rounds) for t in tasks}, enabled=opts.progress)
+    for task in tasks:
         try:
             records = await stateless_records(task, opts.model, api_base=opts.api_base,
                                               cache_dir=opts.cache or opts.out / "llm-cache")
         except (OSError, ValueError, RuntimeError) as exc:  # this task fails, not the run
             errors[task.task_id] = f"{type(exc).__name__}: {exc}"
+            progress.task_done(task.task_id, 0, errors[task.task_id])
             continue
+        for record in records:
+            progress.round_done(task.task_id, record["round"])
+        progress.task_done(task.task_id, len(records))
         _task_file(opts.out, task.task_id).write_text(
             "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    progress.close()
+
+
+def provenance_of_run() -> dict:
+    """roundwise's version, the git commit of its source (None outside a checkout) and the
+    date, for the reports' header."""
+    try:
+        version = importlib.metadata.version("roundwise")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        done = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
+                               "--short=12", "HEAD"], capture_output=True, text=True, timeout=10,
+                              check=False)
+        commit = done.stdout.strip() if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"version": version, "commit": commit or None,
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def make_judge(opts: RunOptions):
@@ -182,6 +211,7 @@ async def run(opts: RunOptions) -> dict:
             fh.write(json.dumps({**record, "matches": extra.get("matches", []),
                                  "due": extra.get("due", [])}, sort_keys=True) + "\n")
     summary["run"] = {
+        **provenance_of_run(),
         "model": opts.model or "offline", "baseline": opts.baseline, "judge": opts.judge,
         "tasks_requested": len(tasks), "tasks_failed": dict(sorted(errors.items())),
         "skipped_inputs": skipped, "wall_seconds": round(time.monotonic() - started, 2),

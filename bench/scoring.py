@@ -22,6 +22,8 @@ summary the reports print:
   and judge), semantic recall by context level, and findings that match an expert-rejected
   comment (``negatives``).
 - Cost: tokens and seconds per round.
+- *Own* and *carried* detection (``bench.provenance``): the same matches split by whether the
+  bot raised the finding itself or a person raised it earlier.
 
 Judges are asked only about located pairs, all at once (so an LLM judge runs concurrently).
 """
@@ -50,6 +52,7 @@ from .metrics import (
     state_confusion,
     tracking_scores,
 )
+from .provenance import split_detection
 from .tasks import Task, parse_task
 
 # Edge costs for the matching (lower is preferred among maximum matchings).
@@ -466,6 +469,7 @@ async def ascore(tasks: list, records: list[dict], judge: Judge, tolerance: int 
         **_cost([rs.record for rs in rounds]),
         "records": [rs.details() for rs in rounds],
     }
+    summary.update(split_detection(mcr))
     if aacr:
         summary["aacr"] = _aacr(aacr)
     return summary

@@ -41,7 +41,12 @@ def test_java_example_scores_as_computed_by_hand(tmp_path, capsys):
     assert states == {"D1": "Open", "D2": "Resolved"}
     assert "report:" in stdout and (out / "report.md").exists()
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 2
-    assert headline(summary).splitlines()[1].startswith("detection  precision 1.000")
+    # Own detection: both round-1 findings are the bot's (tp 2 of 2 due); in round 2 the
+    # reviewer's comments joined them, but the bot raised them, so they stay its own.
+    lines = headline(summary).splitlines()
+    assert lines[1].startswith("the reviewer is OFFLINE")
+    assert lines[2].startswith("own detection, round 1     precision 1.000  recall 1.000")
+    assert summary["own"]["round_1"]["tp"] == 2 and summary["carried"]["findings"] == 0
 
 
 def test_resume_keeps_finished_tasks_and_bad_files_are_skipped_by_name(tmp_path, capsys):

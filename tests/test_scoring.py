@@ -503,8 +503,8 @@ def test_write_reports(summary, tmp_path):
         "| Minor | 0.714 | 5 | 7 |",  # Table 9
         "| R3 | 0.600 | 1.000 | 0.750 | 3 | 5 | 3 |",  # Table 10
         "| Open | 0 | 1 | 2 | 0 |",  # confusion
-        "| Live | 7 | 0.571 | 0.542 | 3 |",  # tracking
-        "| Settled | 2 | 0.500 | - | 1 |",
+        "| roundwise | Live | 7 | 0.571 | 0.542 | 0.333 | 0.750 | 3 |",  # tracking
+        "| roundwise | Settled | 2 | 0.500 | - | - | - | 1 |",
         "| Line | 0.600 | 0.750 | 0.667 | 3 | 5 | 4 |",  # AACR
         "| Semantic | 0.400 | 0.500 | 0.444 | 2 | 5 | 4 |",
         "| diff | 0.500 | 2 |",
@@ -514,10 +514,11 @@ def test_write_reports(summary, tmp_path):
     ]
     for row in expected_rows:
         assert row in md, row
-    assert md.index("(Table 5)") < md.index("(Table 7)") < md.index("(Table 10)")
+    assert md.index("paper: Table 5") < md.index("paper: Table 7") < md.index("paper: Table 10")
+    assert "|:---|---:|---:|---:|---:|---:|---:|" in md  # text left, numbers right
     html = html_path.read_text()
     assert html.count("data:image/png;base64,") == 2
-    assert "<td>Python</td><td>0.692</td>" in html
+    assert '<td>Python</td><td class="num">0.692</td>' in html
     assert "<td>Security" not in html  # only types that occur
 
 

@@ -59,6 +59,7 @@ from tracker.models import (
 from tracker.paths import is_docs_path, is_generated_path, is_test_path
 
 from .engine import Detection, Engine, OfflineDetector, RoundContext, Usage
+from .prompt_context import ContextProvider
 
 log = logging.getLogger(__name__)
 litellm.suppress_debug_info = True
@@ -703,6 +704,7 @@ class LLMDetector:
     def __init__(self, client: LLMClient):
         self.client = client
         self.system = _system_prompt("detect_system.txt")
+        self.context = ContextProvider.from_env()  # repository context, within the budget
 
     async def detect(self, ctx: RoundContext) -> Detection:
         plan = self.plan(ctx)
@@ -734,7 +736,10 @@ class LLMDetector:
             log.warning("the detection prompt's header alone is over the token budget")
             return DetectPlan([], Counter({"over_budget_files": len(files)} if files else {}))
         pieces = self.pieces(ctx, room)
-        batches, left_out = _pack(pieces, room, max(self.client.config.max_calls, 1))
+        batches, left_out = _pack(pieces, self.context.diff_room(room),
+                                  max(self.client.config.max_calls, 1))
+        if left_out:  # no room kept for context when the diff needs all of it
+            batches, left_out = _pack(pieces, room, max(self.client.config.max_calls, 1))
         plan = DetectPlan([])
         for batch in batches:
             messages = self._messages(header, batch)
@@ -742,7 +747,8 @@ class LLMDetector:
                     self.client.count_tokens(messages) > self.client.config.max_prompt_tokens:
                 left_out.append(batch.pop())
                 messages = self._messages(header, batch)
-            plan.calls.append(messages)
+            plan.calls.append(self.context.extend(messages, ctx, [p.path for p in batch],
+                                                  self.client))
         if left_out:
             plan.dropped["over_budget_files"] = len({p.path for p in left_out})
         return plan
@@ -949,6 +955,7 @@ class LLMVerifier:
         self.batch = max(batch or client.config.verify_batch, 1)
         self.system = _system_prompt("verify_system.txt")
         self.stats: Counter = Counter()
+        self.context = ContextProvider.from_env()  # repository context, within the budget
 
     async def verify(self, ctx: RoundContext,
                      candidates: list[tuple[Defect, Decision]]) -> tuple[list[Verdict], Usage]:
@@ -988,7 +995,7 @@ class LLMVerifier:
             used += tokens
         if blocks:
             calls.append((self._messages(blocks), group))
-        return calls
+        return [(self.context.extend_verification(m, ctx, g, self.client), g) for m, g in calls]
 
     def _messages(self, blocks: list[str]) -> list[dict]:
         return [{"role": "system", "content": self.system},
