@@ -1,6 +1,5 @@
 """Offline replay of multi-round review tasks (``mcr-task/1``) and their MCR-Bench scoring."""
 
-import os
-
-# litellm must not try to download its price list: machines running roundwise may be offline.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+__all__ = ["aacr", "bench_ledger", "bench_prompt_tokens", "bench_replay", "cli", "diffs",
+           "fake_github", "judge", "load_webhooks", "metrics", "payloads", "replay", "report",
+           "run", "scoring", "scripted_llm", "stateless", "tasks", "tracking"]

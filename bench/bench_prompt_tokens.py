@@ -24,15 +24,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from bot.review.llm_config import configure_litellm
 
-import litellm  # imported after the offline price-list switch above
+configure_litellm()  # this script is a composition root, and litellm is imported just below
+
+import litellm
 
 from bench.scripted_llm import ScriptedLLM, system_text
 from bench.tasks import Task, load_tasks

@@ -8,7 +8,6 @@ starts the worker pool; on shutdown it stops the workers and closes everything.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass
 
@@ -43,18 +42,12 @@ class State:
 
 
 def build_engine(config: Config) -> Engine:
-    """The offline engine, or the LLM engine when ``ROUNDWISE_MODEL`` is set."""
-    if not config.model:
+    """The offline engine, or the LLM engine for ``config.llm``."""
+    if config.llm is None:
         return offline_engine()
-    from .review.llm import LLMConfig, build_llm_engine
+    from .review.llm import build_llm_engine
 
-    env = {**os.environ, "ROUNDWISE_MODEL": config.model}
-    if config.api_base:
-        env["ROUNDWISE_API_BASE"] = config.api_base
-    if config.llm_cache:
-        env["ROUNDWISE_LLM_CACHE"] = config.llm_cache
-    llm = LLMConfig.from_env(env)  # timeouts, budget, fallback and key from ROUNDWISE_*
-    return build_llm_engine(llm, cache_dir=llm.cache_dir)
+    return build_llm_engine(config.llm)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -18,6 +18,7 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import State
 
 from .review.engine import Engine, RoundContext, Settings, offline_engine
+from .review.llm_config import LLMConfig
 from .rounds import plan_from
 from .settings import PATH as SETTINGS_PATH
 from .settings import SettingsError, parse_settings
@@ -25,6 +26,10 @@ from .settings import SettingsError, parse_settings
 
 class LocalError(RuntimeError):
     """A git problem (not a repository, unknown ref) worth a one-line message."""
+
+
+class ModelUnreachable(LocalError):
+    """The configured model gave no answer; the round was not recorded."""
 
 
 def git(repo: Path, *args: str) -> str:
@@ -88,6 +93,9 @@ async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
                 previous_head=previous["head_sha"] if previous else None,
             )
             result = await (engine or offline_engine()).review(ctx)
+            if result.dropped.get("llm_error"):
+                ledger.finish_round(pr["id"], number, "failed", error="model unreachable")
+                raise ModelUnreachable("the model could not be reached")
             plan = plan_from(result, ctx, int(ledger.next_key(pr["id"])[1:]))
             from tracker.models import Decision, Finding
 
@@ -182,30 +190,73 @@ def add_commands(sub) -> None:
         description="Review BASE...HEAD of a local repository without GitHub. Each run is a "
                     "round of the branch: the ledger in .git/roundwise/ledger.db remembers "
                     "every defect, so running again after new commits reports what is New, "
-                    "still Open, Resolved or Reopened.",
+                    "still Open, Resolved or Reopened. The model settings come from the "
+                    "ROUNDWISE_* variables (as for the server); the flags below override them.",
     )
     review.add_argument("--repo", default=".", help="the repository (default: .)")
     review.add_argument("--base", required=True, help="the branch or commit to compare against")
     review.add_argument("--head", default="HEAD", help="the commit to review (default: HEAD)")
-    review.add_argument("--model", help="litellm model (default: the offline reviewer)")
-    review.add_argument("--api-base", help="base URL of the model's API")
+    review.add_argument("--model", help="litellm model (default: $ROUNDWISE_MODEL, else the "
+                                        "offline reviewer)")
+    review.add_argument("--api-base", help="base URL of the model's API ($ROUNDWISE_API_BASE)")
+    review.add_argument("--fallback-model", help="a second model ($ROUNDWISE_FALLBACK_MODEL)")
+    review.add_argument("--timeout", type=float, help="seconds per LLM call "
+                                                      "($ROUNDWISE_LLM_TIMEOUT)")
+    review.add_argument("--max-prompt-tokens", type=int, help="prompt budget per call "
+                                                              "($ROUNDWISE_MAX_PROMPT_TOKENS)")
+    review.add_argument("--llm-cache", help="folder caching LLM answers ($ROUNDWISE_LLM_CACHE)")
+    review.add_argument("--offline-fallback", action="store_true",
+                        help="when the model cannot be reached, review with the offline "
+                             "reviewer instead of failing")
     review.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     review.add_argument("--ledger", help="ledger file (default: <repo>/.git/roundwise/ledger.db)")
     review.set_defaults(func=cmd_review)
 
 
+def llm_config(args, environ) -> LLMConfig | None:
+    """The model settings of ``roundwise review``: ``ROUNDWISE_*``, overridden by the flags."""
+    return LLMConfig.from_env(
+        environ, model=args.model, api_base=args.api_base, fallback_model=args.fallback_model,
+        timeout=args.timeout, max_prompt_tokens=args.max_prompt_tokens, cache_dir=args.llm_cache,
+    )
+
+
 def cmd_review(args) -> int:
     import asyncio
+    import logging
+    import os
     import sys
 
-    engine = None
-    if args.model:
-        from .review.llm import LLMConfig, build_llm_engine
-
-        engine = build_llm_engine(LLMConfig(model=args.model, api_base=args.api_base))
+    # The reviewer's warnings (an unanswered call, a malformed answer) are summed up below.
+    logging.basicConfig(level=logging.ERROR, format="roundwise: %(message)s")
     try:
-        report = asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,
-                                          db_path=args.ledger))
+        llm = llm_config(args, os.environ)
+    except ValueError as exc:
+        print(f"roundwise: {exc}", file=sys.stderr)
+        return 2
+    engine = None
+    if llm is not None:
+        from .review.llm import build_llm_engine
+
+        engine = build_llm_engine(llm)
+
+    def run(engine):
+        return asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,
+                                        db_path=args.ledger))
+
+    try:
+        try:
+            report = run(engine)
+        except ModelUnreachable:
+            where = f" at {llm.api_base}" if llm.api_base else ""
+            if not args.offline_fallback:
+                print(f"roundwise: the model {llm.model}{where} could not be reached; check "
+                      "--model/--api-base (ROUNDWISE_MODEL, ROUNDWISE_API_BASE, "
+                      "ROUNDWISE_API_KEY) or pass --offline-fallback", file=sys.stderr)
+                return 2
+            print(f"roundwise: the model {llm.model}{where} could not be reached; reviewing "
+                  "with the offline reviewer (--offline-fallback)", file=sys.stderr)
+            report = run(None)
     except LocalError as exc:
         print(f"roundwise: {exc}", file=sys.stderr)
         return 2

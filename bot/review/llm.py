@@ -30,10 +30,11 @@ import fnmatch
 import hashlib
 import json
 import logging
+import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -59,6 +60,7 @@ from tracker.models import (
 from tracker.paths import is_docs_path, is_generated_path, is_test_path
 
 from .engine import Detection, Engine, OfflineDetector, RoundContext, Usage
+from .llm_config import LLMConfig
 
 log = logging.getLogger(__name__)
 litellm.suppress_debug_info = True
@@ -76,75 +78,6 @@ MAX_OUTPUT_ECHO_CHARS = 8000
 CONTEXT_LINES = 5  # lines of current code shown around a defect's anchor when verifying
 NEAR_DIFF_LINES = 10  # diff lines this close to a defect's anchor are shown to the verifier
 TOKEN_MARGIN = 64  # slack kept under the budget for the chat format's own tokens
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass
-class LLMConfig:
-    """How to reach the model. ``api_key`` is never logged and never enters a prompt.
-
-    ``api_base`` and ``api_key`` belong to the primary model; the fallback model gets them too
-    only when it has the same litellm provider prefix (``openai/...``), so a fallback to another
-    provider uses that provider's own endpoint and key variable.
-    """
-
-    model: str
-    api_base: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    fallback_model: str | None = None
-    timeout: float = 60.0
-    retries: int = 2
-    backoff: float = 1.0
-    max_prompt_tokens: int = 24000
-    temperature: float = 0.0
-    json_mode: bool = True  # ask for response_format={"type": "json_object"}
-    max_calls: int = 4  # detection calls per round at most (the diff is split by file)
-    verify_batch: int = 5  # tracked defects per verification call at most
-    min_confidence: float = 0.5  # findings the model is less sure of are dropped
-    concurrency: int = 4
-    cache_dir: str | None = None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> LLMConfig | None:
-        """The configuration from ``ROUNDWISE_*`` variables; None when ROUNDWISE_MODEL is unset.
-
-        The provider's key is read by litellm from the provider's usual variable
-        (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``...); ``ROUNDWISE_API_KEY`` is passed as the
-        key explicitly, for OpenAI-compatible servers.
-        """
-        model = (environ.get("ROUNDWISE_MODEL") or "").strip()
-        if not model:
-            return None
-        config = cls(
-            model=model,
-            api_base=environ.get("ROUNDWISE_API_BASE") or None,
-            api_key=environ.get("ROUNDWISE_API_KEY") or None,
-            fallback_model=environ.get("ROUNDWISE_FALLBACK_MODEL") or None,
-            cache_dir=environ.get("ROUNDWISE_LLM_CACHE") or None,
-        )
-        timeout = _env_number(environ, "ROUNDWISE_LLM_TIMEOUT", float)
-        if timeout is not None:
-            config.timeout = timeout
-        budget = _env_number(environ, "ROUNDWISE_MAX_PROMPT_TOKENS", int)
-        if budget is not None:
-            config.max_prompt_tokens = budget
-        return config
-
-
-def _env_number(environ: Mapping[str, str], name: str, kind: type) -> Any:
-    raw = (environ.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        what = "a whole number" if kind is int else "a number"
-        raise ValueError(f"{name}={raw!r} must be {what}") from None
-    if value <= 0:
-        raise ValueError(f"{name}={raw!r} must be greater than zero")
-    return value
 
 
 # --------------------------------------------------------------------------- prompts
@@ -585,6 +518,11 @@ class LLMClient:
                 kwargs["api_base"] = self.config.api_base
             if self.config.api_key:
                 kwargs["api_key"] = self.config.api_key
+            elif self.config.api_base and _provider(model) == "openai" and \
+                    not os.environ.get("OPENAI_API_KEY"):
+                # A local OpenAI-compatible server often wants no key, but litellm's OpenAI
+                # client refuses to call without one.
+                kwargs["api_key"] = "no-key"
         if self.config.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
             kwargs["drop_params"] = True
