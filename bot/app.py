@@ -1,6 +1,6 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
-``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.webhooks``), ``GET /healthz``
+``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
 and ``GET /metrics``. On start-up it opens the ledger, re-queues jobs a crash interrupted and
 starts the worker pool; on shutdown it stops the workers and closes everything.
 """
@@ -20,11 +20,11 @@ from tracker.serial import PRSerializer
 from . import metrics
 from .config import Config, ConfigError, load_config
 from .github import GitHubApp, RetryPolicy
+from .github.webhooks import handle_webhook
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .review.engine import Engine, offline_engine
-from .rounds import RoundRunner
-from .webhooks import handle_webhook
+from .round import RoundRunner
 
 log = logging.getLogger("roundwise")
 

@@ -5,124 +5,69 @@ the last run reviewed go through the same engine and tracker as the bot, and the
 ``<repo>/.git/roundwise/ledger.db`` remembers every defect of the branch. Running again after
 new commits reports what is New, still Open, Resolved or Reopened, like the bot would on a PR.
 Output as text, JSON or SARIF 2.1.0 (for code-scanning tools).
+
+It is the server's round on another forge: ``gather`` from a ``LocalGitForge``, ``plan``, then
+``commit``; instead of publishing on a host, it prints the report.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-from tracker.anchors import DiffMap
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 
-from .review.engine import Engine, RoundContext, Settings, offline_engine
+from .localgit import LocalError, LocalGitForge
+from .review.engine import Engine, offline_engine
 from .review.llm_config import LLMConfig
-from .rounds import plan_from
-from .settings import PATH as SETTINGS_PATH
-from .settings import SettingsError, parse_settings
+from .round import commit, gather, plan, read_settings
 
-
-class LocalError(RuntimeError):
-    """A git problem (not a repository, unknown ref) worth a one-line message."""
+__all__ = ["LocalError", "ModelUnreachable", "add_commands", "review_local"]
 
 
 class ModelUnreachable(LocalError):
     """The configured model gave no answer; the round was not recorded."""
 
 
-def git(repo: Path, *args: str) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True)
-    except FileNotFoundError as exc:
-        raise LocalError("git is not installed") from exc
-    except subprocess.CalledProcessError as exc:
-        raise LocalError(exc.stderr.decode(errors="replace").strip() or "git failed") from exc
-    return out.stdout.decode("utf-8", errors="replace")
-
-
-def show(repo: Path, ref: str, path: str) -> str | None:
-    try:
-        return git(repo, "show", f"{ref}:{path}")
-    except LocalError:
-        return None
-
-
-def branch_name(repo: Path, head: str) -> str:
-    try:
-        name = git(repo, "rev-parse", "--abbrev-ref", head).strip()
-    except LocalError:
-        name = head
-    return name if name and name != "HEAD" else head
-
-
 async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
                        engine: Engine | None = None, db_path: str | Path | None = None) -> dict:
     """Review ``base...head`` as the next round of the branch; returns the report dict."""
-    repo = Path(repo).resolve()
-    top = Path(git(repo, "rev-parse", "--show-toplevel").strip())
-    head_sha = git(top, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
-    base_sha = git(top, "merge-base", base, head_sha).strip()
-    db = Path(db_path) if db_path else Path(git(top, "rev-parse", "--git-dir").strip())
-    if not db_path:
-        db = (db if db.is_absolute() else top / db) / "roundwise" / "ledger.db"
-    branch = branch_name(top, head)
+    forge = LocalGitForge(repo, base, head)
+    db = Path(db_path) if db_path else forge.git_dir() / "roundwise" / "ledger.db"
     with Ledger(db) as ledger:
-        pr = ledger.pull_request(f"local:{top.name}:{branch}", 0, title=branch)
-        previous = ledger.last_round(pr["id"])
-        rnd = ledger.begin_round(pr["id"], head_sha, base_sha)
+        pr = ledger.pull_request(f"local:{forge.top.name}:{forge.branch}", 0,
+                                 title=forge.branch)
+        pull = await forge.pull(0)
+        rnd = ledger.begin_round(pr["id"], pull.head_sha, pull.base_sha)
         number = rnd["number"]
         if rnd["status"] != "complete":
-            pr_diff = git(top, "diff", "--no-color", "--no-ext-diff", "-M", base_sha, head_sha)
-            round_diff = pr_diff
-            if previous and previous["head_sha"] != head_sha:
-                round_diff = git(top, "diff", "--no-color", "--no-ext-diff", "-M",
-                                 previous["head_sha"], head_sha)
-            tracked = ledger.defects(pr["id"], include_ignored=False)
-            paths = set(DiffMap(pr_diff).new_files) | {d.path for d in tracked if d.path}
-            files = {p: show(top, head_sha, p) for p in sorted(paths)}
-            try:
-                settings = parse_settings(show(top, base_sha, SETTINGS_PATH))
-            except SettingsError:
-                settings = Settings()
-            ctx = RoundContext(
-                repo=str(top), number=0, round=number, head_sha=head_sha, base_sha=base_sha,
-                pr_diff=pr_diff, round_diff=round_diff, files=files, title=branch,
-                tracked=tracked, settings=settings,
-                previous_head=previous["head_sha"] if previous else None,
-            )
-            result = await (engine or offline_engine()).review(ctx)
-            if result.dropped.get("llm_error"):
+            settings, _ = await read_settings(forge)
+            inputs = await gather(forge, ledger, pr, pull, number, settings)
+            the_plan = await plan(engine or offline_engine(), inputs)
+            if the_plan.dropped.get("llm_error"):
                 ledger.finish_round(pr["id"], number, "failed", error="model unreachable")
                 raise ModelUnreachable("the model could not be reached")
-            plan = plan_from(result, ctx, int(ledger.next_key(pr["id"])[1:]))
-            from tracker.models import Decision, Finding
+            commit(ledger, pr["id"], number, the_plan)  # nothing to publish: the report is it
+        return report(ledger, pr["id"], number, forge, db)
 
-            with ledger.transaction():
-                ledger.record_round(
-                    pr["id"], number, [Decision(**d) for d in plan["decisions"]],
-                    [(Finding(**i["finding"]), i["code"]) for i in plan["new"]],
-                    [i["key"] for i in plan["new"]], head_sha=head_sha,
-                )
-                usage = plan["usage"]
-                ledger.add_usage(pr["id"], number, usage["prompt_tokens"],
-                                 usage["completion_tokens"], usage["cost"])
-                ledger.finish_round(pr["id"], number, "complete", findings=len(plan["new"]))
-        history = ledger.states_by_round(pr["id"])
-        defects = []
-        for d in ledger.defects(pr["id"]):
-            states = history.get(d.key, {})
-            before = max((r for r in states if r < number), default=None)
-            defects.append({
-                "key": d.key, "state": str(d.state), "previous": states.get(before),
-                "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
-                "type": d.type, "severity": d.severity, "rule": d.rule,
-                "description": d.description, "ignored": d.ignored,
-                "evidence": ledger.history(pr["id"], d.key)[-1]["evidence"],
-            })
-        return {"branch": branch, "round": number, "head": head_sha, "base": base_sha,
-                "ledger": str(db), "defects": defects}
+
+def report(ledger: Ledger, pr_id: int, number: int, forge: LocalGitForge, db: Path) -> dict:
+    """Every defect of the branch with its state now and before this round."""
+    history = ledger.states_by_round(pr_id)
+    defects = []
+    for d in ledger.defects(pr_id):
+        states = history.get(d.key, {})
+        before = max((r for r in states if r < number), default=None)
+        defects.append({
+            "key": d.key, "state": str(d.state), "previous": states.get(before),
+            "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
+            "type": d.type, "severity": d.severity, "rule": d.rule,
+            "description": d.description, "ignored": d.ignored,
+            "evidence": ledger.history(pr_id, d.key)[-1]["evidence"],
+        })
+    return {"branch": forge.branch, "round": number, "head": forge.head_sha,
+            "base": forge.base_sha, "ledger": str(db), "defects": defects}
 
 
 def as_text(report: dict) -> str:

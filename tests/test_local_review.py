@@ -163,3 +163,24 @@ def test_invalid_llm_setting_is_a_clear_error(repo, capsys, monkeypatch):
     monkeypatch.setenv("ROUNDWISE_LLM_TIMEOUT", "soon")
     assert main(["review", "--repo", str(repo), "--base", "main"]) == 2
     assert "ROUNDWISE_LLM_TIMEOUT='soon'" in capsys.readouterr().err
+
+
+def test_settings_come_from_the_base_not_the_branch(tmp_path, capsys):
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "user.email", "dev@example.com")
+    git(tmp_path, "config", "user.name", "dev")
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "roundwise.yml").write_text('ignore_paths: ["gen/*"]\n')
+    (tmp_path / "calc.py").write_text("X = 1\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    git(tmp_path, "checkout", "-qb", "feature")
+    (tmp_path / ".github" / "roundwise.yml").write_text("ignore_paths: []\n")
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "out.py").write_text("def f():\n    print('x')  # TODO\n")
+    (tmp_path / "calc.py").write_text("X = 1\n# TODO: more\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "branch")
+    report = review(tmp_path, capsys)
+    paths = {d["path"] for d in report["defects"]}
+    assert "calc.py" in paths and "gen/out.py" not in paths
