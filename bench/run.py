@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import shutil
 import sys
 import time
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
+
+from bot.review.llm_config import LLMConfig
 
 from .aacr import is_aacr_folder, load_aacr
 from .judge import LLMJudge, OfflineJudge
@@ -135,8 +138,8 @@ async def _stateless_all(opts: RunOptions, tasks: list[Task], errors: dict[str, 
 def make_judge(opts: RunOptions):
     if opts.judge == "offline":
         return OfflineJudge()
-    return LLMJudge(opts.judge, api_base=opts.api_base,
-                    cache_dir=str(opts.cache or opts.out / "llm-cache"))
+    config = LLMConfig.from_env(os.environ, model=opts.judge, api_base=opts.api_base)
+    return LLMJudge.from_config(config, cache_dir=str(opts.cache or opts.out / "llm-cache"))
 
 
 async def run(opts: RunOptions) -> dict:

@@ -8,10 +8,12 @@ tracker adds. Records have the same shape as the bot's, so the same scorer reads
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
-from bot.review.llm import LLMClient, LLMConfig, review_stateless
+from bot.review.llm import LLMClient, review_stateless
+from bot.review.llm_config import LLMConfig
 
 from .tasks import Task
 
@@ -20,7 +22,9 @@ async def stateless_records(task: Task, model: str, *, api_base: str | None = No
                             cache_dir: str | Path | None = None,
                             client: LLMClient | None = None) -> list[dict]:
     """One record per round of ``task`` from the stateless prompt."""
-    client = client or LLMClient(LLMConfig(model=model, api_base=api_base), cache_dir=cache_dir)
+    if client is None:  # the bot's model settings (ROUNDWISE_*), with the run's options
+        config = LLMConfig.from_env(os.environ, model=model, api_base=api_base)
+        client = LLMClient(config, cache_dir=cache_dir)
     rounds = [{"diff": r.diff, "files": r.files} for r in task.rounds]
     events = [r.events for r in task.rounds]
     records = []
