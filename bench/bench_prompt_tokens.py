@@ -36,16 +36,11 @@ configure_litellm()  # this script is a composition root, and litellm is importe
 import litellm
 
 from bench.scripted_llm import ScriptedLLM, system_text
+from bench.stateless import stateless_messages
 from bench.tasks import Task, load_tasks
 from bench.tracking import take_event
 from bot.review.engine import Engine, RoundContext
-from bot.review.llm import (
-    LLMClient,
-    LLMConfig,
-    LLMDetector,
-    LLMVerifier,
-    stateless_messages,
-)
+from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier
 from tracker.ledger import Ledger
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
