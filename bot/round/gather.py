@@ -16,6 +16,7 @@ from tracker.models import Defect
 
 from ..forge import ForgeReader, NotFound, PullRequest, Unprocessable
 from ..review.engine import DiffLines, RoundContext, Settings
+from ..review.patch import Patches
 from ..settings import PATH as SETTINGS_PATH
 from ..settings import SettingsError, parse_settings
 
@@ -60,7 +61,8 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         round_diff = await forge.compare_diff(previous["head_sha"], head)
     tracked = store.defects(pr["id"], include_ignored=False)
     anchor_diffs = await _anchor_diffs(forge, tracked, previous, head)
-    changed = DiffLines(pr_diff).paths()
+    patches = Patches()  # the round's one parse of each diff, shared by every reader
+    changed = DiffLines(pr_diff, diff_map=patches.map(pr_diff)).paths()
     paths = sorted(changed)[:MAX_FILES]
     paths += sorted({d.path for d in tracked if d.path and d.path not in changed})
     files = {p: await forge.file_text(p, head) for p in paths}
@@ -71,6 +73,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         signals=store.signals(pr["id"], previous["number"] if previous else 0),
         discussion=_discussion(store, pr["id"], previous), settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
+        patches=patches,
     )
     return RoundInputs(ctx, pr["id"], number, int(store.next_key(pr["id"])[1:]))
 

@@ -15,7 +15,7 @@ from tracker.models import Defect
 
 from ..engine import Detection, RoundContext
 from .client import LLMClient
-from .diffs import FileDiff, annotate_diff, file_priority
+from .diffs import FileDiff, annotated, file_priority
 from .parse import parse_findings
 from .prompts import (
     MAX_BODY_CHARS,
@@ -174,12 +174,12 @@ def authored_changes(ctx: RoundContext) -> list[FileDiff]:
     also adds, or only removes lines in a file the PR touches.
     """
     if not ctx.round_diff.strip():  # a fresh review of the same head: the whole PR
-        return annotate_diff(ctx.pr_diff)
-    files = annotate_diff(ctx.round_diff)
+        return annotated(ctx, ctx.pr_diff)
+    files = annotated(ctx, ctx.round_diff)
     if ctx.round_diff == ctx.pr_diff:
         return files
     try:
-        pr = DiffMap(ctx.pr_diff)
+        pr = ctx.patches.map(ctx.pr_diff)
     except DiffError:
         return files
     out = []
@@ -224,7 +224,7 @@ def tracked_block(ctx: RoundContext) -> str:
     rest are only counted.
     """
     try:
-        diff = DiffMap(ctx.round_diff)
+        diff = ctx.patches.map(ctx.round_diff)
     except DiffError:
         diff = None
     touched = diff.touched_paths() if diff else set()

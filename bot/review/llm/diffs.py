@@ -9,6 +9,8 @@ import unidiff
 
 from tracker.paths import is_docs_path, is_generated_path, is_test_path
 
+from ..engine import RoundContext
+
 
 @dataclass
 class Hunk:
@@ -72,18 +74,31 @@ def _annotate_hunk(hunk: unidiff.Hunk) -> Hunk:
     return Hunk(header, rows, added)
 
 
-def annotate_diff(diff_text: str) -> list[FileDiff]:
+def annotate_diff(diff_text: str, patch: unidiff.PatchSet | None = None) -> list[FileDiff]:
     """The files of a diff with hunks whose lines carry their numbers (added, context, removed).
 
-    Deleted and binary files are left out: no comment can be posted on them.
+    Deleted and binary files are left out: no comment can be posted on them. ``patch`` is the
+    diff already parsed, when the caller has it.
     """
-    try:
-        patch = unidiff.PatchSet(diff_text or "")
-    except unidiff.UnidiffParseError:
-        return []
+    if patch is None:
+        try:
+            patch = unidiff.PatchSet(diff_text or "")
+        except unidiff.UnidiffParseError:
+            return []
     return [FileDiff(patched.path, [_annotate_hunk(h) for h in patched])
             for patched in patch
             if not (patched.is_binary_file or patched.is_removed_file or not len(patched))]
+
+
+def annotated(ctx: RoundContext, diff_text: str) -> list[FileDiff]:
+    """``annotate_diff`` of one of the round's diffs, from the round's shared parse, once."""
+    def build(text: str) -> list[FileDiff]:
+        try:
+            return annotate_diff(text, ctx.patches.patch(text))
+        except unidiff.UnidiffParseError:
+            return []
+
+    return ctx.patches.derived("llm-annotated", diff_text, build)
 
 
 def file_priority(fd: FileDiff) -> tuple[int, int, str]:

@@ -22,7 +22,7 @@ from tracker.models import (
 from ..engine import RoundContext, Usage
 from .client import LLMClient
 from .detect import _location
-from .diffs import FileDiff, annotate_diff
+from .diffs import FileDiff, annotated
 from .parse import parse_verdicts
 from .prompts import (
     CONTEXT_LINES,
@@ -75,7 +75,7 @@ class LLMVerifier:
     def plan(self, ctx: RoundContext,
              candidates: list[tuple[Defect, Decision]]) -> list[tuple[list[dict], dict]]:
         """The verification calls: up to ``batch`` defects each, within the token budget."""
-        files = {fd.path: fd for fd in annotate_diff(ctx.round_diff)}
+        files = {fd.path: fd for fd in annotated(ctx, ctx.round_diff)}
         budget = self.client.config.max_prompt_tokens - TOKEN_MARGIN
         fixed = self.client.count_text(self.system) + 50
         calls, blocks, group, used = [], [], {}, fixed

@@ -35,6 +35,8 @@ import fnmatch
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+import unidiff
+
 from tracker.models import Finding, Origin, severity_rank
 from tracker.paths import is_generated_path
 
@@ -119,6 +121,7 @@ def review_offline(
     ignore_paths: Iterable[str] = (),
     max_findings: int | None = None,
     use_ruff: bool = True,
+    patch: unidiff.PatchSet | None = None,
 ) -> list[Finding]:
     """Review one round without an LLM: static checks on the lines the diff adds.
 
@@ -129,9 +132,11 @@ def review_offline(
     without ``/`` also matches the file name alone). With ``max_findings`` the most severe and
     most confident findings are kept. ``use_ruff=False`` skips ruff even when it is installed.
     The result is sorted by path, line and rule, and the same input always gives the same output.
+    ``patch`` is ``diff`` already parsed (the round's shared parse), to save parsing it again.
     """
     ignore = list(ignore_paths or ())
-    changed, touched = _changed_files(diff, files if isinstance(files, dict) else {})
+    changed, touched = _changed_files(diff, files if isinstance(files, dict) else {},
+                                      patch=patch)
     changed = [
         cf for cf in changed
         if not _ignored(cf.path, ignore)

@@ -97,13 +97,18 @@ def _strip_prefix(name: str | None) -> str | None:
     return name[2:] if name[:2] in ("a/", "b/") else name
 
 
-def _changed_files(diff: str, files: dict[str, str | None]) -> tuple[list[ChangedFile], list[str]]:
-    """The diff's files at head (added lines and known lines), and every path it touches."""
-    try:
-        patch = unidiff.PatchSet(diff or "")
-    except Exception as exc:  # noqa: BLE001 - a parser on arbitrary input must not crash a review
-        log.warning("offline review: cannot parse the diff (%s)", exc)
-        return [], []
+def _changed_files(diff: str, files: dict[str, str | None], *,
+                   patch: unidiff.PatchSet | None = None) -> tuple[list[ChangedFile], list[str]]:
+    """The diff's files at head (added lines and known lines), and every path it touches.
+
+    ``patch`` is ``diff`` already parsed, when the caller has it.
+    """
+    if patch is None:
+        try:
+            patch = unidiff.PatchSet(diff or "")
+        except Exception as exc:  # noqa: BLE001 - arbitrary input must not crash a review
+            log.warning("offline review: cannot parse the diff (%s)", exc)
+            return [], []
     out: list[ChangedFile] = []
     touched: list[str] = []
     for patched in patch:
