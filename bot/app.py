@@ -19,7 +19,7 @@ from tracker.serial import PRSerializer
 
 from . import metrics
 from .config import Config, ConfigError, load_config
-from .github import GitHubApp, RetryPolicy
+from .github import GitHubApp, GitHubForge, RetryPolicy
 from .github.webhooks import handle_webhook
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
@@ -78,10 +78,15 @@ def create_app(config: Config, *, engine: Engine | None = None,
         state.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
         state.github = GitHubApp(state.session, config.app_id, config.private_key,
                                  config.api_url, retry=retry)
-        runner = RoundRunner(ledger, state.github, engine or build_engine(config),
+        github = state.github
+
+        def forge_for(job) -> GitHubForge:
+            return GitHubForge(github.repo(job.installation_id, job.repo))
+
+        runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
                              PRSerializer(ledger), bot_login=config.bot_login,
                              bot_logins=config.bot_logins, review_drafts=config.review_drafts)
-        handlers = Handlers(ledger, state.queue, state.github, runner,
+        handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
         state.workers = Workers(state.queue, handlers.handle, count=config.workers, poll=poll)
         if start_workers:

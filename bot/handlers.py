@@ -18,7 +18,6 @@ from tracker.models import DecidedBy, Decision
 from . import render
 from .commands import NEEDS_WRITE, parse_command
 from .forge import ForgeError
-from .github import GitHubApp
 from .github.payloads import code_from_hunk, comment_from_payload
 from .jobs import Job, JobQueue, RetryLater
 from .round import RoundRunner, post_summary
@@ -29,11 +28,10 @@ WRITE = {"admin", "write", "maintain"}
 
 
 class Handlers:
-    def __init__(self, ledger: Ledger, queue: JobQueue, app: GitHubApp, rounds: RoundRunner,
+    def __init__(self, ledger: Ledger, queue: JobQueue, rounds: RoundRunner,
                  *, bot_logins: set[str]):
         self.ledger = ledger
         self.queue = queue
-        self.app = app
         self.rounds = rounds
         self.bot_logins = bot_logins
 

@@ -1,5 +1,8 @@
 """``RoundRunner``: the server's ``round`` job, the four steps in order under the PR's lease.
 
+It knows no host: ``forge_for(job)`` (given by the composition root, ``bot.app``) returns the
+job's repository as a ``Forge``.
+
 It reads the PR and the repository's settings from the forge (skipping closed and draft PRs),
 opens or resumes the round in the ledger, then: ``gather`` → ``plan`` (saved in the ledger
 before anything is posted) → ``publish`` → ``commit``. A round that fails part-way is marked
@@ -16,7 +19,6 @@ from tracker.serial import PRSerializer
 
 from .. import metrics
 from ..forge import Forge
-from ..github import GitHubApp, GitHubForge
 from ..jobs import Job
 from ..review.engine import Engine
 from .commit import commit
@@ -30,12 +32,12 @@ __all__ = ["RoundRunner"]
 class RoundRunner:
     """Carries out ``round`` jobs."""
 
-    def __init__(self, ledger: Ledger, app: GitHubApp, engine: Engine, serializer: PRSerializer,
-                 *, bot_login: str, bot_logins: set[str], review_drafts: bool = False,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, ledger: Ledger, forge_for: Callable[[Job], Forge], engine: Engine,
+                 serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
+                 review_drafts: bool = False, clock: Callable[[], float] = time.monotonic):
         self.ledger = ledger
         self.bot_login = bot_login
-        self.app = app
+        self.forge_for = forge_for
         self.engine = engine
         self.serializer = serializer
         self.bot_logins = bot_logins
@@ -43,7 +45,8 @@ class RoundRunner:
         self.clock = clock
 
     def forge(self, job: Job) -> Forge:
-        return GitHubForge(self.app.repo(job.installation_id, job.repo))
+        """The forge (repository on the host) the job's pull request lives on."""
+        return self.forge_for(job)
 
     async def run(self, job: Job) -> str:
         forge = self.forge(job)
