@@ -129,3 +129,16 @@ def test_the_server_needs_no_bench_extra():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_bench_extra_is_what_the_bench_checks_and_the_test_extra_carries_it():
+    import tomllib
+
+    from bench.cli import BENCH_EXTRA
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    name = re.compile(r"^[A-Za-z0-9_.-]+")
+    bench = {name.match(d).group(0) for d in project["optional-dependencies"]["bench"]}
+    test = {name.match(d).group(0) for d in project["optional-dependencies"]["test"]}
+    runtime = {name.match(d).group(0) for d in project["dependencies"]}
+    assert bench == set(BENCH_EXTRA) and bench <= test and not bench & runtime
