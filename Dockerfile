@@ -15,6 +15,7 @@ COPY pyproject.toml README.md ./
 COPY tracker ./tracker
 COPY bot ./bot
 COPY bench ./bench
+COPY roundwise ./roundwise
 RUN pip install .
 
 USER roundwise

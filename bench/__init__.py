@@ -1,6 +1,6 @@
 """Offline replay of multi-round review tasks (``mcr-task/1``) and their MCR-Bench scoring."""
 
-import os
-
-# litellm must not try to download its price list: machines running roundwise may be offline.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+__all__ = ["aacr", "bench_ledger", "bench_prompt_tokens", "bench_replay", "cli", "context",
+           "diffs", "examples", "fake_github", "judge", "load_webhooks", "metrics", "payloads",
+           "progress", "provenance", "replay", "report", "run", "scoring", "scripted_llm",
+           "stateless", "tasks", "tracking", "tune_tracking"]

@@ -24,27 +24,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from bot.review.llm_config import configure_litellm
 
-import litellm  # imported after the offline price-list switch above
+configure_litellm()  # this script is a composition root, and litellm is imported just below
+
+import litellm
 
 from bench.scripted_llm import ScriptedLLM, system_text
+from bench.stateless import stateless_messages
 from bench.tasks import Task, load_tasks
 from bench.tracking import take_event
 from bot.review.engine import Engine, RoundContext
-from bot.review.llm import (
-    LLMClient,
-    LLMConfig,
-    LLMDetector,
-    LLMVerifier,
-    stateless_messages,
-)
+from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier
 from tracker.ledger import Ledger
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"

@@ -15,6 +15,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+from bot.review.llm_config import configure_litellm
+
 from .metrics import percentile
 from .replay import Harness, replay_task
 from .run import gather_tasks
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     import os
 
+    configure_litellm()
     os.environ.setdefault("OPENAI_API_KEY", "sk-scripted")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -198,9 +198,26 @@ def cmd_context(args) -> int:
     return 0
 
 
+BENCH_EXTRA = ("jinja2", "matplotlib", "tqdm")  # pyproject.toml's ``bench`` extra
+
+
+def _needs_extra() -> int:
+    """Exit status 2 with one line when the bench extra is not installed, else 0."""
+    from importlib.util import find_spec
+
+    missing = [name for name in BENCH_EXTRA if find_spec(name) is None]
+    if not missing:
+        return 0
+    print(f"roundwise: the bench needs its extra ({', '.join(missing)} missing): "
+          "pip install 'roundwise[bench]'", file=sys.stderr)
+    return 2
+
+
 def cmd_run(args) -> int:
     import asyncio
 
+    if _needs_extra():  # a server-only install: say so before replaying anything
+        return 2
     from .run import RunOptions, run
 
     opts = RunOptions(
@@ -264,6 +281,8 @@ def headline(summary: dict) -> str:
 
 
 def cmd_compare(args) -> int:
+    if _needs_extra():
+        return 2
     from .report import ReportError, compare, load_summary
 
     try:

@@ -20,13 +20,10 @@ and by language. Checkouts at each task's head come from ``--repos``: a folder h
 
 from __future__ import annotations
 
-import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bot.review.context import SymbolIndex
 from bot.review.engine import RoundContext

@@ -6,7 +6,7 @@ nearby lines), so a judge looks at the texts alone. Two judges share one interfa
 
 - ``OfflineJudge``: deterministic, no network. Content-word overlap (stop-words removed),
   shared code identifiers and a bonus for the same MCR type, against a fixed threshold.
-- ``LLMJudge``: the paper's LLM-Hit-Judge through ``litellm.acompletion``. It asks whether the
+- ``LLMJudge``: the paper's LLM-Hit-Judge through the reviewer's ``LLMClient``. It asks whether the
   review comment identifies the defect and reads ``{"hit": true|false}`` back. Both texts are
   quoted as untrusted data. Answers are cached on disk by a hash of the request.
 
@@ -21,9 +21,14 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from bot.review.llm_config import LLMConfig
+
+if TYPE_CHECKING:
+    from bot.review.llm import LLMClient
 
 # --- the interface ---------------------------------------------------------------------------
 
@@ -202,10 +207,13 @@ class LLMJudge:
     """The LLM-Hit-Judge: a binary "does this comment identify this defect?" per pair.
 
     ``model`` is a litellm model name (``openai/...`` for any OpenAI-compatible server at
-    ``api_base``). Answers are cached in memory and, with ``cache_dir``, on disk as one JSON
-    file per request hash, so re-scoring a run asks nothing twice. An answer that does not
-    parse counts as no hit and is not cached. Errors from the service propagate (after
-    litellm's retries): a failed judge must not silently turn into misses.
+    ``api_base``). Calls go through the reviewer's ``LLMClient`` (retries, concurrency limit,
+    token accounting, the key kept out of messages); ``from_config`` takes the one
+    ``LLMConfig``. Verdicts are cached in memory and, with ``cache_dir``, on disk as one JSON
+    file per request hash, so re-scoring a run asks nothing twice; twin questions in flight
+    share one call. An answer that does not parse counts as no hit and is not cached. Errors
+    from the service propagate (after the client's retries): a failed judge must not silently
+    turn into misses.
     """
 
     model: str
@@ -221,8 +229,29 @@ class LLMJudge:
     unparsed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    client: LLMClient | None = field(default=None, repr=False)
     _memory: dict[str, bool] = field(default_factory=dict, repr=False)
-    _semaphores: dict[int, asyncio.Semaphore] = field(default_factory=dict, repr=False)
+    _inflight: dict[str, asyncio.Future] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        from bot.review.llm import LLMClient  # slow to import; only the LLM path needs it
+
+        if self.client is None:
+            self.client = LLMClient(LLMConfig(
+                model=self.model, api_base=self.api_base, api_key=self.api_key,
+                timeout=self.timeout, retries=self.num_retries, concurrency=self.concurrency,
+                json_mode=False))
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, cache_dir: str | Path | None = None) -> LLMJudge:
+        """A judge asking ``config``'s model (its own answers only: no fallback model)."""
+        from bot.review.llm import LLMClient
+
+        config = replace(config, fallback_model=None, json_mode=False, cache_dir=None)
+        return cls(config.model, api_base=config.api_base, cache_dir=cache_dir,
+                   api_key=config.api_key, concurrency=config.concurrency,
+                   timeout=config.timeout, num_retries=config.retries,
+                   client=LLMClient(config))
 
     def _key(self, messages: list[dict]) -> str:
         blob = json.dumps({"model": self.model, "messages": messages}, sort_keys=True)
@@ -264,42 +293,33 @@ class LLMJudge:
         if cached is not None:
             self.cache_hits += 1
             return cached
-        async with self._semaphore():
-            cached = self._cached(key)  # a concurrent twin may have answered meanwhile
-            if cached is not None:
-                self.cache_hits += 1
-                return cached
-            text = await self._ask(messages)
-        hit = parse_hit(text)
+        if key in self._inflight:  # a twin question is being asked: share its answer
+            self.cache_hits += 1
+            return await asyncio.shield(self._inflight[key])
+        future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            hit = await self._ask(key, messages)
+            future.set_result(hit)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here: twins re-raise it, nobody else must
+            raise
+        finally:
+            del self._inflight[key]
+        return hit
+
+    async def _ask(self, key: str, messages: list[dict]) -> bool:
+        completion = await self.client.complete(messages)
+        self.calls += 1
+        self.prompt_tokens += completion.usage.prompt_tokens
+        self.completion_tokens += completion.usage.completion_tokens
+        hit = parse_hit(completion.text)
         if hit is None:
             self.unparsed += 1
             return False
         self._store(key, hit)
         return hit
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        """The concurrency limit for the running event loop (one per loop)."""
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._semaphores:
-            self._semaphores[loop] = asyncio.Semaphore(max(1, self.concurrency))
-        return self._semaphores[loop]
-
-    async def _ask(self, messages: list[dict]) -> str:
-        import litellm  # slow to import; only the LLM path needs it
-
-        kwargs = {"model": self.model, "messages": messages, "temperature": 0,
-                  "timeout": self.timeout, "num_retries": self.num_retries}
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        if self.api_key:
-            kwargs["api_key"] = self.api_key
-        response = await litellm.acompletion(**kwargs)
-        self.calls += 1
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-        return response.choices[0].message.content or ""
 
     def describe(self) -> dict:
         """What to record about this judge in a summary (model and usage, never the key)."""

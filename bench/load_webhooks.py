@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
-import os
 import secrets
 import statistics
 import tempfile
@@ -35,13 +34,12 @@ from aiohttp import web
 from bot.app import create_app
 from bot.config import Config
 from bot.github import RetryPolicy
+from bot.review.llm_config import configure_litellm
 from tracker.ledger import Ledger
 
 from . import payloads
 from .fake_github import FakeGitHub
 from .replay import throwaway_key
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 APP_ID, INSTALLATION, REPO, PRS = 4242, 77, "load/widgets", 20
 SEQUENTIAL = 50  # deliveries sent one by one first, for the latency without queueing
@@ -171,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=0,
                         help="workers reviewing meanwhile (0: acknowledgement only)")
     args = parser.parse_args(argv)
+    configure_litellm()
     r = asyncio.run(run(args.deliveries, args.workers))
     print(f"{r['deliveries']} concurrent signed deliveries, {r['workers']} worker(s): "
           f"{r['accepted']} accepted (statuses {r['statuses']}); "

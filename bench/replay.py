@@ -14,6 +14,7 @@ The bench reads the ledger file only to observe; everything it asks of the bot g
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from bot.app import create_app
 from bot.config import Config
 from bot.github import RetryPolicy
 from bot.review.engine import Engine
+from bot.review.llm_config import LLMConfig
 from tracker.ledger import Ledger
 
 from . import payloads
@@ -77,9 +79,11 @@ class Harness:
         self.fake.add_installation(INSTALLATION, OWNER)
         self.config = Config(
             app_id=str(APP_ID), private_key=private, webhook_secret=secrets.token_hex(16),
-            api_url=self.fake.url, db_path=str(self.db_path), model=self.model,
-            api_base=self.api_base, workers=self.workers, bot_login=self.fake.bot_login,
-            llm_cache=self.llm_cache,
+            api_url=self.fake.url, db_path=str(self.db_path), workers=self.workers,
+            bot_login=self.fake.bot_login,
+            # the bot's model: ROUNDWISE_* as the server reads them, with the run's options
+            llm=LLMConfig.from_env(os.environ, model=self.model, api_base=self.api_base,
+                                   cache_dir=self.llm_cache) if self.model else None,
         )
         app = create_app(self.config, engine=self.engine,
                          retry=RetryPolicy(attempts=4, backoff=0.05, max_wait=5.0,

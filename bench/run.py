@@ -18,12 +18,15 @@ import asyncio
 import importlib.metadata
 import json
 import logging
+import os
 import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+from bot.review.llm_config import LLMConfig
 
 from .aacr import is_aacr_folder, load_aacr
 from .judge import LLMJudge, OfflineJudge
@@ -165,8 +168,8 @@ def provenance_of_run() -> dict:
 def make_judge(opts: RunOptions):
     if opts.judge == "offline":
         return OfflineJudge()
-    return LLMJudge(opts.judge, api_base=opts.api_base,
-                    cache_dir=str(opts.cache or opts.out / "llm-cache"))
+    config = LLMConfig.from_env(os.environ, model=opts.judge, api_base=opts.api_base)
+    return LLMJudge.from_config(config, cache_dir=str(opts.cache or opts.out / "llm-cache"))
 
 
 def naive_tracking(tasks: list) -> dict:

@@ -1,6 +1,4 @@
 """The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""
 
-import os
-
-# litellm must not try to download its price list: machines running roundwise may be offline.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+__all__ = ["app", "cli", "commands", "config", "forge", "github", "handlers", "jobs", "local",
+           "localgit", "metrics", "render", "review", "round", "settings"]

@@ -1,6 +1,6 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
-``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.webhooks``), ``GET /healthz``
+``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
 and ``GET /metrics``. On start-up it opens the ledger, re-queues jobs a crash interrupted and
 starts the worker pool; on shutdown it stops the workers and closes everything.
 """
@@ -8,7 +8,6 @@ starts the worker pool; on shutdown it stops the workers and closes everything.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass
 
@@ -20,12 +19,12 @@ from tracker.serial import PRSerializer
 
 from . import metrics
 from .config import Config, ConfigError, load_config
-from .github import GitHubApp, RetryPolicy
+from .github import GitHubApp, GitHubForge, RetryPolicy
+from .github.webhooks import handle_webhook
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .review.engine import Engine, offline_engine
-from .rounds import RoundRunner
-from .webhooks import handle_webhook
+from .round import RoundRunner
 
 log = logging.getLogger("roundwise")
 
@@ -43,18 +42,12 @@ class State:
 
 
 def build_engine(config: Config) -> Engine:
-    """The offline engine, or the LLM engine when ``ROUNDWISE_MODEL`` is set."""
-    if not config.model:
+    """The offline engine, or the LLM engine for ``config.llm``."""
+    if config.llm is None:
         return offline_engine()
-    from .review.llm import LLMConfig, build_llm_engine
+    from .review.llm import build_llm_engine
 
-    env = {**os.environ, "ROUNDWISE_MODEL": config.model}
-    if config.api_base:
-        env["ROUNDWISE_API_BASE"] = config.api_base
-    if config.llm_cache:
-        env["ROUNDWISE_LLM_CACHE"] = config.llm_cache
-    llm = LLMConfig.from_env(env)  # timeouts, budget, fallback and key from ROUNDWISE_*
-    return build_llm_engine(llm, cache_dir=llm.cache_dir)
+    return build_llm_engine(config.llm)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -85,10 +78,15 @@ def create_app(config: Config, *, engine: Engine | None = None,
         state.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
         state.github = GitHubApp(state.session, config.app_id, config.private_key,
                                  config.api_url, retry=retry)
-        runner = RoundRunner(ledger, state.github, engine or build_engine(config),
+        github = state.github
+
+        def forge_for(job) -> GitHubForge:
+            return GitHubForge(github.repo(job.installation_id, job.repo))
+
+        runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
                              PRSerializer(ledger), bot_login=config.bot_login,
                              bot_logins=config.bot_logins, review_drafts=config.review_drafts)
-        handlers = Handlers(ledger, state.queue, state.github, runner,
+        handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
         state.workers = Workers(state.queue, handlers.handle, count=config.workers, poll=poll)
         if start_workers:

@@ -1,20 +1,17 @@
-"""The ``roundwise`` command: one entry point for the server, local review and the bench."""
+"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App) and ``review`` (local git).
+
+``roundwise.cli`` composes these with the bench's; this module knows nothing of the bench.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+__all__ = ["add_commands"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="roundwise",
-        description="A multi-round pull request reviewer with memory.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``roundwise serve`` and ``roundwise review`` on the ``roundwise`` parser."""
     serve = sub.add_parser(
         "serve", help="run the GitHub App's webhook server",
         description="Serve POST /webhook, GET /healthz and GET /metrics. Configuration comes "
@@ -24,28 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port to bind (default 8080)")
     serve.set_defaults(func=cmd_serve)
-    from bench.cli import add_commands as add_bench
 
     from .local import add_commands as add_local
 
     add_local(sub)
-    add_bench(sub)
-    return parser
 
 
 def cmd_serve(args) -> int:
     from .app import serve
 
     return serve(args.host, args.port)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args) or 0
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

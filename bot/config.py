@@ -1,22 +1,8 @@
 """Server configuration from the environment, checked at start-up with messages that say how to fix.
 
-| variable | meaning | default |
-|---|---|---|
-| ``GITHUB_APP_ID`` | the App's numeric id (or client id) | required |
-| ``GITHUB_PRIVATE_KEY`` / ``GITHUB_PRIVATE_KEY_PATH`` | the App's PEM private key, inline or a file | one required |
-| ``GITHUB_WEBHOOK_SECRET`` | the webhook secret set on the App | required |
-| ``GITHUB_API_URL`` | REST base URL (GitHub Enterprise: ``https://HOST/api/v3``) | ``https://api.github.com`` |
-| ``ROUNDWISE_DB`` | path of the ledger SQLite file | ``roundwise.db`` |
-| ``ROUNDWISE_MODEL`` | a litellm model string; unset = offline reviewer | unset |
-| ``ROUNDWISE_API_BASE`` | base URL for the model's API (OpenAI-compatible servers) | unset |
-| ``ROUNDWISE_API_KEY`` | key for that server (providers' own keys come from their variables) | unset |
-| ``ROUNDWISE_FALLBACK_MODEL`` | a second model tried when the first keeps failing | unset |
-| ``ROUNDWISE_LLM_TIMEOUT`` | seconds per LLM call | ``60`` |
-| ``ROUNDWISE_MAX_PROMPT_TOKENS`` | prompt budget per call; larger diffs are split by file | ``24000`` |
-| ``ROUNDWISE_WORKERS`` | concurrent jobs (different PRs) | ``4`` |
-| ``ROUNDWISE_BOT_LOGIN`` | the App's bot login, to recognise its own comments | ``roundwise[bot]`` |
-| ``ROUNDWISE_REVIEW_DRAFTS`` | review draft PRs unless a repo's settings say otherwise | ``false`` |
-| ``ROUNDWISE_LLM_CACHE`` | folder for an on-disk cache of LLM answers | unset |
+``SETTINGS`` lists every variable ``load_config`` reads (with the LLM's, ``LLM_SETTINGS``), its
+meaning and default; README's settings table must say the same (a test compares them). The LLM
+settings are parsed once, into ``Config.llm``, which the server's engine is built from.
 """
 
 from __future__ import annotations
@@ -26,7 +12,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .review.llm_config import LLM_SETTINGS, LLMConfig
+from .review.prompt_context import CONTEXT_SETTINGS
+
+__all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
+
 DEFAULT_API_URL = "https://api.github.com"
+
+
+#: every environment variable of the server: name -> (meaning, default)
+SETTINGS: dict[str, tuple[str, str]] = {
+    "GITHUB_APP_ID": ("the App's numeric id (or client id)", "required"),
+    "GITHUB_PRIVATE_KEY": ("the App's PEM private key, inline", "this or the path required"),
+    "GITHUB_PRIVATE_KEY_PATH": ("the App's PEM private key, as a file",
+                                "this or the key required"),
+    "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
+    "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
+    "ROUNDWISE_DB": ("path of the ledger SQLite file", "roundwise.db"),
+    **LLM_SETTINGS,
+    **CONTEXT_SETTINGS,
+    "ROUNDWISE_WORKERS": ("concurrent jobs (different PRs)", "4"),
+    "ROUNDWISE_BOT_LOGIN": ("the App's bot login, to recognise its own comments",
+                            "roundwise[bot]"),
+    "ROUNDWISE_REVIEW_DRAFTS": ("review draft PRs unless a repo's settings say otherwise",
+                                "false"),
+}
 
 
 class ConfigError(ValueError):
@@ -40,12 +50,14 @@ class Config:
     webhook_secret: str = field(repr=False)
     api_url: str = DEFAULT_API_URL
     db_path: str = "roundwise.db"
-    model: str | None = None
-    api_base: str | None = None
+    llm: LLMConfig | None = None  # None: the offline reviewer
     workers: int = 4
     bot_login: str = "roundwise[bot]"
     review_drafts: bool = False
-    llm_cache: str | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.llm.model if self.llm else None
 
     @property
     def bot_logins(self) -> set[str]:
@@ -122,12 +134,11 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         problems.append(str(exc))
         drafts = False
 
-    if env.get("ROUNDWISE_MODEL"):
-        from .review.llm import LLMConfig
-
-        try:
-            LLMConfig.from_env(env)
-        except ValueError as exc:
+    llm = None
+    try:
+        llm = LLMConfig.from_env(env)
+    except ValueError as exc:
+        if env.get("ROUNDWISE_MODEL"):
             problems.append(str(exc))
 
     if problems:
@@ -138,10 +149,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         webhook_secret=secret,
         api_url=api_url,
         db_path=env.get("ROUNDWISE_DB") or "roundwise.db",
-        model=env.get("ROUNDWISE_MODEL") or None,
-        api_base=env.get("ROUNDWISE_API_BASE") or None,
+        llm=llm,
         workers=n_workers,
         bot_login=env.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]",
         review_drafts=drafts,
-        llm_cache=env.get("ROUNDWISE_LLM_CACHE") or None,
     )

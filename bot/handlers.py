@@ -10,50 +10,28 @@ from __future__ import annotations
 
 import logging
 
-from tracker.intake import Comment, take_comment, take_thread
+from tracker.intake import take_comment, take_thread
 from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision
 
 from . import render
 from .commands import NEEDS_WRITE, parse_command
-from .github import GitHubApp, GitHubError
+from .forge import ForgeError
+from .github.payloads import code_from_hunk, comment_from_payload
 from .jobs import Job, JobQueue, RetryLater
-from .rounds import RoundRunner, post_summary
+from .round import RoundRunner, post_summary
 
 log = logging.getLogger(__name__)
 
 WRITE = {"admin", "write", "maintain"}
 
 
-def code_from_hunk(diff_hunk: str | None, count: int, side: str = "RIGHT") -> str | None:
-    """The last ``count`` lines a review comment sits on, from the hunk GitHub sends with it."""
-    if not diff_hunk:
-        return None
-    keep = ("+", " ") if side != "LEFT" else ("-", " ")
-    lines = [ln[1:] for ln in diff_hunk.splitlines()[1:] if ln[:1] in keep]
-    return "\n".join(lines[-max(count, 1):]) or None
-
-
-def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment:
-    user = data.get("user") or {}
-    return Comment(
-        id=int(data["id"]), kind=kind, author=user.get("login"), body=data.get("body") or "",
-        path=data.get("path") if kind == "review_comment" else None,
-        line=data.get("line") if kind == "review_comment" else None,
-        start_line=data.get("start_line") if kind == "review_comment" else None,
-        side=data.get("side") or "RIGHT", in_reply_to=data.get("in_reply_to_id"),
-        by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
-        commit_id=data.get("commit_id") if kind == "review_comment" else None,
-    )
-
-
 class Handlers:
-    def __init__(self, ledger: Ledger, queue: JobQueue, app: GitHubApp, rounds: RoundRunner,
+    def __init__(self, ledger: Ledger, queue: JobQueue, rounds: RoundRunner,
                  *, bot_logins: set[str]):
         self.ledger = ledger
         self.queue = queue
-        self.app = app
         self.rounds = rounds
         self.bot_logins = bot_logins
 
@@ -63,7 +41,7 @@ class Handlers:
             raise ValueError(f"unknown job kind {job.kind!r}")
         try:
             outcome = await handler(job)
-        except GitHubError as exc:
+        except ForgeError as exc:
             if exc.retryable:
                 raise RetryLater(str(exc)) from exc
             raise
@@ -125,7 +103,7 @@ class Handlers:
         data = job.payload["comment"]
         command = parse_command(data.get("body"))
         user = (data.get("user") or {}).get("login")
-        gh = self.app.repo(job.installation_id, job.repo)
+        gh = self.rounds.forge(job)
         pr_id = self._pr_id(job, job.payload.get("pr_author"))
         if command is None:
             return "no command"

@@ -5,116 +5,69 @@ the last run reviewed go through the same engine and tracker as the bot, and the
 ``<repo>/.git/roundwise/ledger.db`` remembers every defect of the branch. Running again after
 new commits reports what is New, still Open, Resolved or Reopened, like the bot would on a PR.
 Output as text, JSON or SARIF 2.1.0 (for code-scanning tools).
+
+It is the server's round on another forge: ``gather`` from a ``LocalGitForge``, ``plan``, then
+``commit``; instead of publishing on a host, it prints the report.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-from tracker.anchors import DiffMap
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 
-from .review.engine import Engine, RoundContext, Settings, offline_engine
-from .rounds import plan_from
-from .settings import PATH as SETTINGS_PATH
-from .settings import SettingsError, parse_settings
+from .localgit import LocalError, LocalGitForge
+from .review.engine import Engine, offline_engine
+from .review.llm_config import LLMConfig
+from .round import commit, gather, plan, read_settings
+
+__all__ = ["LocalError", "ModelUnreachable", "add_commands", "review_local"]
 
 
-class LocalError(RuntimeError):
-    """A git problem (not a repository, unknown ref) worth a one-line message."""
-
-
-def git(repo: Path, *args: str) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True)
-    except FileNotFoundError as exc:
-        raise LocalError("git is not installed") from exc
-    except subprocess.CalledProcessError as exc:
-        raise LocalError(exc.stderr.decode(errors="replace").strip() or "git failed") from exc
-    return out.stdout.decode("utf-8", errors="replace")
-
-
-def show(repo: Path, ref: str, path: str) -> str | None:
-    try:
-        return git(repo, "show", f"{ref}:{path}")
-    except LocalError:
-        return None
-
-
-def branch_name(repo: Path, head: str) -> str:
-    try:
-        name = git(repo, "rev-parse", "--abbrev-ref", head).strip()
-    except LocalError:
-        name = head
-    return name if name and name != "HEAD" else head
+class ModelUnreachable(LocalError):
+    """The configured model gave no answer; the round was not recorded."""
 
 
 async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
                        engine: Engine | None = None, db_path: str | Path | None = None) -> dict:
     """Review ``base...head`` as the next round of the branch; returns the report dict."""
-    repo = Path(repo).resolve()
-    top = Path(git(repo, "rev-parse", "--show-toplevel").strip())
-    head_sha = git(top, "rev-parse", "--verify", f"{head}^{{commit}}").strip()
-    base_sha = git(top, "merge-base", base, head_sha).strip()
-    db = Path(db_path) if db_path else Path(git(top, "rev-parse", "--git-dir").strip())
-    if not db_path:
-        db = (db if db.is_absolute() else top / db) / "roundwise" / "ledger.db"
-    branch = branch_name(top, head)
+    forge = LocalGitForge(repo, base, head)
+    db = Path(db_path) if db_path else forge.git_dir() / "roundwise" / "ledger.db"
     with Ledger(db) as ledger:
-        pr = ledger.pull_request(f"local:{top.name}:{branch}", 0, title=branch)
-        previous = ledger.last_round(pr["id"])
-        rnd = ledger.begin_round(pr["id"], head_sha, base_sha)
+        pr = ledger.pull_request(f"local:{forge.top.name}:{forge.branch}", 0,
+                                 title=forge.branch)
+        pull = await forge.pull(0)
+        rnd = ledger.begin_round(pr["id"], pull.head_sha, pull.base_sha)
         number = rnd["number"]
         if rnd["status"] != "complete":
-            pr_diff = git(top, "diff", "--no-color", "--no-ext-diff", "-M", base_sha, head_sha)
-            round_diff = pr_diff
-            if previous and previous["head_sha"] != head_sha:
-                round_diff = git(top, "diff", "--no-color", "--no-ext-diff", "-M",
-                                 previous["head_sha"], head_sha)
-            tracked = ledger.defects(pr["id"], include_ignored=False)
-            paths = set(DiffMap(pr_diff).new_files) | {d.path for d in tracked if d.path}
-            files = {p: show(top, head_sha, p) for p in sorted(paths)}
-            try:
-                settings = parse_settings(show(top, base_sha, SETTINGS_PATH))
-            except SettingsError:
-                settings = Settings()
-            ctx = RoundContext(
-                repo=str(top), number=0, round=number, head_sha=head_sha, base_sha=base_sha,
-                pr_diff=pr_diff, round_diff=round_diff, files=files, title=branch,
-                tracked=tracked, settings=settings,
-                previous_head=previous["head_sha"] if previous else None,
-            )
-            result = await (engine or offline_engine()).review(ctx)
-            plan = plan_from(result, ctx, int(ledger.next_key(pr["id"])[1:]))
-            from tracker.models import Decision, Finding
+            settings, _ = await read_settings(forge)
+            inputs = await gather(forge, ledger, pr, pull, number, settings)
+            the_plan = await plan(engine or offline_engine(), inputs)
+            if the_plan.dropped.get("llm_error"):
+                ledger.finish_round(pr["id"], number, "failed", error="model unreachable")
+                raise ModelUnreachable("the model could not be reached")
+            commit(ledger, pr["id"], number, the_plan)  # nothing to publish: the report is it
+        return report(ledger, pr["id"], number, forge, db)
 
-            with ledger.transaction():
-                ledger.record_round(
-                    pr["id"], number, [Decision(**d) for d in plan["decisions"]],
-                    [(Finding(**i["finding"]), i["code"]) for i in plan["new"]],
-                    [i["key"] for i in plan["new"]], head_sha=head_sha,
-                )
-                usage = plan["usage"]
-                ledger.add_usage(pr["id"], number, usage["prompt_tokens"],
-                                 usage["completion_tokens"], usage["cost"])
-                ledger.finish_round(pr["id"], number, "complete", findings=len(plan["new"]))
-        history = ledger.states_by_round(pr["id"])
-        defects = []
-        for d in ledger.defects(pr["id"]):
-            states = history.get(d.key, {})
-            before = max((r for r in states if r < number), default=None)
-            defects.append({
-                "key": d.key, "state": str(d.state), "previous": states.get(before),
-                "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
-                "type": d.type, "severity": d.severity, "rule": d.rule,
-                "description": d.description, "ignored": d.ignored,
-                "evidence": ledger.history(pr["id"], d.key)[-1]["evidence"],
-            })
-        return {"branch": branch, "round": number, "head": head_sha, "base": base_sha,
-                "ledger": str(db), "defects": defects}
+
+def report(ledger: Ledger, pr_id: int, number: int, forge: LocalGitForge, db: Path) -> dict:
+    """Every defect of the branch with its state now and before this round."""
+    history = ledger.states_by_round(pr_id)
+    defects = []
+    for d in ledger.defects(pr_id):
+        states = history.get(d.key, {})
+        before = max((r for r in states if r < number), default=None)
+        defects.append({
+            "key": d.key, "state": str(d.state), "previous": states.get(before),
+            "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
+            "type": d.type, "severity": d.severity, "rule": d.rule,
+            "description": d.description, "ignored": d.ignored,
+            "evidence": ledger.history(pr_id, d.key)[-1]["evidence"],
+        })
+    return {"branch": forge.branch, "round": number, "head": forge.head_sha,
+            "base": forge.base_sha, "ledger": str(db), "defects": defects}
 
 
 def as_text(report: dict) -> str:
@@ -182,30 +135,73 @@ def add_commands(sub) -> None:
         description="Review BASE...HEAD of a local repository without GitHub. Each run is a "
                     "round of the branch: the ledger in .git/roundwise/ledger.db remembers "
                     "every defect, so running again after new commits reports what is New, "
-                    "still Open, Resolved or Reopened.",
+                    "still Open, Resolved or Reopened. The model settings come from the "
+                    "ROUNDWISE_* variables (as for the server); the flags below override them.",
     )
     review.add_argument("--repo", default=".", help="the repository (default: .)")
     review.add_argument("--base", required=True, help="the branch or commit to compare against")
     review.add_argument("--head", default="HEAD", help="the commit to review (default: HEAD)")
-    review.add_argument("--model", help="litellm model (default: the offline reviewer)")
-    review.add_argument("--api-base", help="base URL of the model's API")
+    review.add_argument("--model", help="litellm model (default: $ROUNDWISE_MODEL, else the "
+                                        "offline reviewer)")
+    review.add_argument("--api-base", help="base URL of the model's API ($ROUNDWISE_API_BASE)")
+    review.add_argument("--fallback-model", help="a second model ($ROUNDWISE_FALLBACK_MODEL)")
+    review.add_argument("--timeout", type=float, help="seconds per LLM call "
+                                                      "($ROUNDWISE_LLM_TIMEOUT)")
+    review.add_argument("--max-prompt-tokens", type=int, help="prompt budget per call "
+                                                              "($ROUNDWISE_MAX_PROMPT_TOKENS)")
+    review.add_argument("--llm-cache", help="folder caching LLM answers ($ROUNDWISE_LLM_CACHE)")
+    review.add_argument("--offline-fallback", action="store_true",
+                        help="when the model cannot be reached, review with the offline "
+                             "reviewer instead of failing")
     review.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     review.add_argument("--ledger", help="ledger file (default: <repo>/.git/roundwise/ledger.db)")
     review.set_defaults(func=cmd_review)
 
 
+def llm_config(args, environ) -> LLMConfig | None:
+    """The model settings of ``roundwise review``: ``ROUNDWISE_*``, overridden by the flags."""
+    return LLMConfig.from_env(
+        environ, model=args.model, api_base=args.api_base, fallback_model=args.fallback_model,
+        timeout=args.timeout, max_prompt_tokens=args.max_prompt_tokens, cache_dir=args.llm_cache,
+    )
+
+
 def cmd_review(args) -> int:
     import asyncio
+    import logging
+    import os
     import sys
 
-    engine = None
-    if args.model:
-        from .review.llm import LLMConfig, build_llm_engine
-
-        engine = build_llm_engine(LLMConfig(model=args.model, api_base=args.api_base))
+    # The reviewer's warnings (an unanswered call, a malformed answer) are summed up below.
+    logging.basicConfig(level=logging.ERROR, format="roundwise: %(message)s")
     try:
-        report = asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,
-                                          db_path=args.ledger))
+        llm = llm_config(args, os.environ)
+    except ValueError as exc:
+        print(f"roundwise: {exc}", file=sys.stderr)
+        return 2
+    engine = None
+    if llm is not None:
+        from .review.llm import build_llm_engine
+
+        engine = build_llm_engine(llm)
+
+    def run(engine):
+        return asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,
+                                        db_path=args.ledger))
+
+    try:
+        try:
+            report = run(engine)
+        except ModelUnreachable:
+            where = f" at {llm.api_base}" if llm.api_base else ""
+            if not args.offline_fallback:
+                print(f"roundwise: the model {llm.model}{where} could not be reached; check "
+                      "--model/--api-base (ROUNDWISE_MODEL, ROUNDWISE_API_BASE, "
+                      "ROUNDWISE_API_KEY) or pass --offline-fallback", file=sys.stderr)
+                return 2
+            print(f"roundwise: the model {llm.model}{where} could not be reached; reviewing "
+                  "with the offline reviewer (--offline-fallback)", file=sys.stderr)
+            report = run(None)
     except LocalError as exc:
         print(f"roundwise: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from bot.review.llm_config import configure_litellm
+
+configure_litellm()  # the suite is a composition root too
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("ROUNDWISE_SHARED", ROOT.parent / "shared"))

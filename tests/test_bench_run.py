@@ -4,7 +4,7 @@ import json
 import shutil
 
 from bench.cli import headline
-from bot.cli import main
+from roundwise.cli import main
 from tests.conftest import EXAMPLES
 
 JAVA = EXAMPLES / "example-java-order-store.json"

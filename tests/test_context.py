@@ -13,7 +13,6 @@ import pytest
 from bench.context import measure, named_identifiers, round_context, shown_lines
 from bench.diffs import file_diff, git_diff
 from bench.tasks import parse_task
-from bot.cli import main
 from bot.review.context import (
     RepoFiles,
     SymbolIndex,
@@ -24,6 +23,7 @@ from bot.review.context import (
 from bot.review.engine import RoundContext
 from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier, annotate_diff
 from bot.review.prompt_context import ContextProvider
+from roundwise.cli import main
 from tracker.models import Decision, Defect
 
 MODEL = "gpt-4o"  # litellm's offline tokenizer

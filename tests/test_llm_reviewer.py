@@ -1,4 +1,4 @@
-"""Tests for the LLM reviewer (bot/review/llm.py) over real HTTP to a scripted server.
+"""Tests for the LLM reviewer (bot/review/llm/) over real HTTP to a scripted server.
 
 Every test runs litellm against ``bench.scripted_llm.ScriptedLLM`` on 127.0.0.1: queued answers
 script what the "model" says (valid JSON, broken JSON, errors, answers too slow for the
@@ -16,6 +16,7 @@ import pytest
 
 from bench.diffs import git_diff
 from bench.scripted_llm import ScriptedLLM, default_responder, system_text
+from bench.stateless import parse_stateless, review_stateless, stateless_messages
 from bot.review.engine import Engine, RoundContext
 from bot.review.llm import (
     LLMClient,
@@ -24,9 +25,6 @@ from bot.review.llm import (
     LLMVerifier,
     build_llm_engine,
     escape_data,
-    parse_stateless,
-    review_stateless,
-    stateless_messages,
 )
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Defect, Signal, SignalKind

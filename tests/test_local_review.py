@@ -1,11 +1,15 @@
 """`roundwise review` on a real local git repository, run twice across new commits."""
 
+import asyncio
 import json
+import socket
 import subprocess
 
 import pytest
 
-from bot.cli import main
+from bot.local import llm_config
+from bot.review.llm_config import LLM_SETTINGS
+from roundwise.cli import build_parser, main
 
 
 def git(repo, *args):
@@ -77,3 +81,106 @@ def test_unknown_ref_is_a_clear_error(repo, capsys):
     code = main(["review", "--repo", str(repo), "--base", "no-such-branch"])
     assert code == 2
     assert "roundwise:" in capsys.readouterr().err
+
+
+# --- the model's settings: ROUNDWISE_* as for the server, flags over them ----------------------
+
+DIV = ("def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    return a / b\n")
+
+
+def _clear_llm_env(monkeypatch):
+    for name in LLM_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+async def test_review_reaches_a_server_named_only_by_roundwise_api_base(repo, capsys,
+                                                                        monkeypatch):
+    from bench.scripted_llm import ScriptedLLM
+
+    _clear_llm_env(monkeypatch)
+    commit(repo, DIV, "add div")
+    finding = json.dumps({"findings": [{
+        "path": "calc.py", "line_start": 6, "line_end": 6, "side": "RIGHT",
+        "description": "Division by zero is not handled.", "type": "F.1",
+        "severity": "Major", "confidence": 0.9}]})
+    async with ScriptedLLM(lambda request: finding) as llm:
+        monkeypatch.setenv("ROUNDWISE_API_BASE", llm.url)
+        code = await asyncio.to_thread(main, ["review", "--repo", str(repo), "--base", "main",
+                                              "--model", "openai/x", "--format", "json"])
+        requests = list(llm.requests)
+    assert code == 0
+    assert requests and {r["model"] for r in requests} == {"x"}
+    report = json.loads(capsys.readouterr().out)
+    described = [d for d in report["defects"] if d["description"].startswith("Division")]
+    assert described and described[0]["state"] == "New" and described[0]["line_start"] == 6
+
+
+def test_unreachable_model_exits_2_with_one_line_unless_offline_fallback(repo, capsys,
+                                                                        monkeypatch):
+    _clear_llm_env(monkeypatch)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("ROUNDWISE_MODEL", "openai/x")
+    commit(repo, DIV + "    # TODO: zero\n", "add div")
+    args = ["review", "--repo", str(repo), "--base", "main", "--format", "json",
+            "--api-base", f"http://127.0.0.1:{port}/v1"]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "openai/x" in lines[0] and "could not be reached" in lines[0]
+    # nothing was recorded: the same round is played again, with the offline reviewer
+    assert main(args + ["--offline-fallback"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["round"] == 1
+    assert any(d["rule"] == "todo-comment" for d in report["defects"])
+    assert "offline reviewer" in captured.err
+
+
+def test_flags_override_the_environment():
+    parser = build_parser()
+    env = {"ROUNDWISE_MODEL": "openai/a", "ROUNDWISE_API_BASE": "http://env/v1",
+           "ROUNDWISE_API_KEY": "sk-env", "ROUNDWISE_FALLBACK_MODEL": "openai/b",
+           "ROUNDWISE_LLM_TIMEOUT": "5", "ROUNDWISE_MAX_PROMPT_TOKENS": "1000",
+           "ROUNDWISE_LLM_CACHE": "/tmp/c"}
+    plain = llm_config(parser.parse_args(["review", "--base", "main"]), env)
+    assert (plain.model, plain.api_base, plain.api_key, plain.fallback_model, plain.timeout,
+            plain.max_prompt_tokens, plain.cache_dir) == (
+        "openai/a", "http://env/v1", "sk-env", "openai/b", 5.0, 1000, "/tmp/c")
+    flagged = llm_config(parser.parse_args(
+        ["review", "--base", "main", "--model", "openai/z", "--api-base", "http://flag/v1",
+         "--timeout", "9", "--max-prompt-tokens", "2000"]), env)
+    assert (flagged.model, flagged.api_base, flagged.api_key, flagged.timeout,
+            flagged.max_prompt_tokens) == ("openai/z", "http://flag/v1", "sk-env", 9.0, 2000)
+    assert llm_config(parser.parse_args(["review", "--base", "main"]), {}) is None
+
+
+def test_invalid_llm_setting_is_a_clear_error(repo, capsys, monkeypatch):
+    monkeypatch.setenv("ROUNDWISE_MODEL", "openai/x")
+    monkeypatch.setenv("ROUNDWISE_LLM_TIMEOUT", "soon")
+    assert main(["review", "--repo", str(repo), "--base", "main"]) == 2
+    assert "ROUNDWISE_LLM_TIMEOUT='soon'" in capsys.readouterr().err
+
+
+def test_settings_come_from_the_base_not_the_branch(tmp_path, capsys):
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "user.email", "dev@example.com")
+    git(tmp_path, "config", "user.name", "dev")
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "roundwise.yml").write_text('ignore_paths: ["gen/*"]\n')
+    (tmp_path / "calc.py").write_text("X = 1\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    git(tmp_path, "checkout", "-qb", "feature")
+    (tmp_path / ".github" / "roundwise.yml").write_text("ignore_paths: []\n")
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "out.py").write_text("def f():\n    print('x')  # TODO\n")
+    (tmp_path / "calc.py").write_text("X = 1\n# TODO: more\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "branch")
+    report = review(tmp_path, capsys)
+    paths = {d["path"] for d in report["defects"]}
+    assert "calc.py" in paths and "gen/out.py" not in paths

@@ -1,4 +1,4 @@
-"""Tests for the offline reviewer (bot/review/offline.py).
+"""Tests for the offline reviewer (bot/review/offline/).
 
 Small hand-written PRs are turned into real git-format unified diffs with difflib, so every
 test states exactly which lines are added and which are only context. The last tests run the

@@ -1,6 +1,6 @@
 """``roundwise serve`` as a real process: start-up errors, and ``kill -9`` in the middle of a round.
 
-The fake GitHub runs in the test process; the server is ``python -m bot.cli serve`` in a child
+The fake GitHub runs in the test process; the server is ``python -m roundwise serve`` in a child
 process configured through the environment, exactly as in production. To stop the round at a
 known point, the test holds the fake's answer to the summary lookup (after the review is on
 GitHub, before the summary and the ledger are written), kills the server with SIGKILL and
@@ -51,7 +51,7 @@ def server_env(fake: FakeGitHub, db: Path) -> dict[str, str]:
 
 async def start_server(env: dict[str, str], port: int, log: Path):
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "serve", "--port", str(port), cwd=ROOT, env=env,
+        sys.executable, "-m", "roundwise", "serve", "--port", str(port), cwd=ROOT, env=env,
         stdout=log.open("ab"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 20
     async with aiohttp.ClientSession() as session:
@@ -82,7 +82,7 @@ async def wait_for(predicate, timeout: float, what: str) -> None:
 def test_serve_without_configuration_exits_with_the_reason(tmp_path):
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--port", "0"],
+    done = subprocess.run([sys.executable, "-m", "roundwise", "serve", "--port", "0"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 2

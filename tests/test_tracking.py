@@ -7,7 +7,7 @@ import pytest
 from bench.metrics import TrackPair, tracking_scores
 from bench.tasks import TaskError, load_task, load_tasks
 from bench.tracking import naive_decide, replay_tasks, score_replays
-from bot.cli import main
+from roundwise.cli import main
 from tests.conftest import EXAMPLES, MCR_DEV, needs_shared_data
 
 

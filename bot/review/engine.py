@@ -26,6 +26,7 @@ from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, Signal, severity_rank
 
 from .offline import review_offline
+from .patch import Patches
 
 
 @dataclass
@@ -62,6 +63,7 @@ class RoundContext:
     previous_head: str | None = None
     anchor_diffs: dict[str, str] = field(default_factory=dict)  # commit -> diff to head
     upstream_diff: str = ""  # previous head -> itself rebased onto a new base (after a rebase)
+    patches: Patches = field(default_factory=Patches, repr=False, compare=False)
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -125,8 +127,13 @@ class OfflineDetector:
     name = "offline"
 
     async def detect(self, ctx: RoundContext) -> Detection:
+        try:
+            patch = ctx.patches.patch(ctx.pr_diff)
+        except Exception:  # noqa: BLE001 - the reviewer reports what it cannot parse
+            patch = None
         findings = await asyncio.to_thread(
-            review_offline, ctx.pr_diff, ctx.files, ignore_paths=ctx.settings.ignore_paths
+            review_offline, ctx.pr_diff, ctx.files, ignore_paths=ctx.settings.ignore_paths,
+            patch=patch,
         )
         return Detection(findings)
 
@@ -134,10 +141,10 @@ class OfflineDetector:
 class DiffLines:
     """Which lines of which files a review comment may sit on (inside the PR diff's hunks)."""
 
-    def __init__(self, pr_diff: str):
+    def __init__(self, pr_diff: str, *, diff_map: DiffMap | None = None):
         self.right: dict[str, set[int]] = {}
         self.left: dict[str, set[int]] = {}
-        for path, fm in DiffMap(pr_diff).new_files.items():
+        for path, fm in (diff_map or DiffMap(pr_diff)).new_files.items():
             self.right[path], self.left[path] = fm.hunk_lines()
 
     def paths(self) -> set[str]:
@@ -165,9 +172,10 @@ class Engine:
         self.verifier = verifier
 
     async def review(self, ctx: RoundContext) -> RoundResult:
-        rnd = RoundInput(ctx.round, DiffMap(ctx.round_diff), ctx.files, ctx.signals,
-                         {sha: DiffMap(text) for sha, text in ctx.anchor_diffs.items()},
-                         upstream=DiffMap(ctx.upstream_diff) if ctx.upstream_diff else None)
+        rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,
+                         {sha: ctx.patches.map(text) for sha, text in ctx.anchor_diffs.items()},
+                         upstream=ctx.patches.map(ctx.upstream_diff) if ctx.upstream_diff
+                         else None)
         decisions = decide_round(ctx.tracked, rnd)
         result = RoundResult(findings=[], decisions=decisions)
         detections = await asyncio.gather(*(d.detect(ctx) for d in self._detectors(ctx)))
@@ -176,7 +184,7 @@ class Engine:
             raw.extend(detection.findings)
             result.usage.add(detection.usage)
             result.dropped.update(detection.dropped)
-        postable = DiffLines(ctx.pr_diff)
+        postable = DiffLines(ctx.pr_diff, diff_map=ctx.patches.map(ctx.pr_diff))
         tracked = self._positions(ctx, decisions)
         for finding in raw:
             if finding.rule == "missing-tests" and not ctx.settings.require_tests:

@@ -73,6 +73,15 @@ def _insert(messages: list[dict], block: str) -> list[dict]:
     return out
 
 
+# The variables ``ContextProvider.from_env`` reads; ``bot.config.SETTINGS`` lists them too.
+CONTEXT_SETTINGS: dict[str, tuple[str, str]] = {
+    "ROUNDWISE_REPOS": ("a folder of repository checkouts named <owner>__<repo>",
+                        "unset"),
+    "ROUNDWISE_CONTEXT_CACHE": ("where symbol indexes are cached as JSON",
+                                "context-index"),
+    "ROUNDWISE_CONTEXT": ("off leaves the LLM prompt as the diff alone", "on"),
+}
+
 @dataclass
 class ContextProvider:
     """Adds repository context to detection calls (see the module docstring)."""
@@ -85,6 +94,7 @@ class ContextProvider:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ContextProvider:
+        """The provider the ``CONTEXT_SETTINGS`` variables describe."""
         env = os.environ if environ is None else environ
         repos = env.get("ROUNDWISE_REPOS")
         cache = env.get("ROUNDWISE_CONTEXT_CACHE") or str(

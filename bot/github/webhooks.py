@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from . import metrics
-from .commands import parse_command
+from .. import metrics
+from ..commands import parse_command
 
 log = logging.getLogger(__name__)
 

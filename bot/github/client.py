@@ -1,4 +1,4 @@
-"""The bot's GitHub client: App authentication, installation tokens, REST and GraphQL with retries.
+"""The GitHub backend's client: App authentication, installation tokens, REST and GraphQL with retries.
 
 ``GitHubApp`` holds the App's identity: it signs RS256 JWTs with pyjwt (``iat`` 60 s in the
 past, ``exp`` nine minutes ahead, so host clock drift cannot push it past GitHub's ten-minute
@@ -27,7 +27,8 @@ import gidgethub
 import jwt
 from gidgethub.aiohttp import GitHubAPI
 
-from . import metrics
+from .. import metrics
+from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
 
 log = logging.getLogger(__name__)
 
@@ -54,19 +55,6 @@ query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
 RESOLVE_MUTATION = """
 mutation($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }
 """
-
-
-class GitHubError(Exception):
-    """A GitHub API call that failed for good (after retries), with what was asked."""
-
-    def __init__(self, message: str, *, status: int | None = None, method: str = "",
-                 url: str = "", errors: Any = None, retryable: bool = False):
-        super().__init__(f"{method} {url}: {message}" if method else message)
-        self.status = status
-        self.method = method
-        self.url = url
-        self.errors = errors
-        self.retryable = retryable
 
 
 @dataclass
@@ -175,9 +163,9 @@ class GitHubApp:
         backoff *= 1 + random.random() * 0.1
         if isinstance(exc, TypeError):
             # gidgethub < 6 chokes on a 422 whose errors are plain strings (create-review).
-            return None, GitHubError(f"unprocessable: {exc}", status=422, method=method, url=url)
+            return None, error_for(f"unprocessable: {exc}", status=422, method=method, url=url)
         if isinstance(exc, gidgethub.GitHubBroken):
-            return backoff, GitHubError("GitHub is having trouble", status=_status(exc),
+            return backoff, Unavailable("GitHub is having trouble", status=_status(exc),
                                         method=method, url=url, retryable=True)
         if isinstance(exc, gidgethub.HTTPException):
             status = _status(exc)
@@ -188,25 +176,25 @@ class GitHubApp:
                 wait = self._rate_limit_wait(headers, backoff, status, message)
                 if wait is not None:
                     if wait > policy.max_wait:
-                        return None, GitHubError(f"rate limited for {wait:.0f}s", status=status,
+                        return None, RateLimited(f"rate limited for {wait:.0f}s", status=status,
                                                  method=method, url=url, retryable=True)
-                    return wait, GitHubError("rate limited", status=status, method=method,
+                    return wait, RateLimited("rate limited", status=status, method=method,
                                              url=url, retryable=True)
-            return None, GitHubError(message, status=status, method=method, url=url,
-                                     errors=errors)
+            return None, error_for(message, status=status, method=method, url=url,
+                                   errors=errors)
         if isinstance(exc, gidgethub.GraphQLException):
             response = getattr(exc, "response", None)
             status = _status(exc)  # BadGraphQLRequest (4xx) only; 200 with errors has none
             text = json.dumps(response, default=str) if response is not None else str(exc)
             if status == 429 or (status == 403 and "rate limit" in text.lower()) or \
                     '"RATE_LIMITED"' in text:
-                return max(backoff, policy.secondary_wait), GitHubError(
+                return max(backoff, policy.secondary_wait), RateLimited(
                     "GraphQL rate limited", status=status, method=method, url=url,
                     errors=response, retryable=True)
-            return None, GitHubError(f"GraphQL error: {exc}", status=status, method=method,
-                                     url=url, errors=response)
+            return None, error_for(f"GraphQL error: {exc}", status=status, method=method,
+                                   url=url, errors=response)
         if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError)):
-            return backoff, GitHubError(f"connection problem: {exc!r}", method=method, url=url,
+            return backoff, Unavailable(f"connection problem: {exc!r}", method=method, url=url,
                                         retryable=True)
         raise exc
 
@@ -289,9 +277,8 @@ class RepoClient:
         """The whole PR diff; rebuilt from the files list when GitHub says it is too large."""
         try:
             return await self._call("GET", self._url(f"/pulls/{number}"), accept=DIFF)
-        except GitHubError as exc:
-            if exc.status != 406:
-                raise
+        except NotAcceptable:
+            pass  # too large for the diff media type
         files = await self._pages(self._url(f"/pulls/{number}/files?per_page=100"))
         return files_to_diff(files)
 
@@ -309,10 +296,8 @@ class RepoClient:
         url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref)}" if ref else "")
         try:
             data = await self._call("GET", url)
-        except GitHubError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except NotFound:
+            return None
         if not isinstance(data, dict) or data.get("type") != "file":
             return None
         if data.get("encoding") == "base64" and data.get("content") is not None:
@@ -348,10 +333,8 @@ class RepoClient:
         """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""
         try:
             data = await self._call("GET", self._url(f"/collaborators/{quote(user)}/permission"))
-        except GitHubError as exc:
-            if exc.status == 404:
-                return "none"
-            raise
+        except NotFound:
+            return "none"
         return data.get("permission") or "none"
 
     async def graphql(self, query: str, **variables) -> dict:

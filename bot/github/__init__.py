@@ -1,0 +1,13 @@
+"""The GitHub backend: the App's client, its errors, webhooks, payloads and the forge over them.
+
+``client`` (App JWTs, installation tokens, REST and GraphQL with retries), ``errors`` (the typed
+tree), ``webhooks`` (``POST /webhook``: signature, routing, durable jobs), ``payloads`` (GitHub's
+comment payloads as tracker values) and ``forge`` (``GitHubForge``, the round's port).
+"""
+
+from .client import GitHubApp, RepoClient, RetryPolicy, files_to_diff, graphql_endpoint
+from .errors import GitHubError
+from .forge import GitHubForge
+
+__all__ = ["GitHubApp", "GitHubError", "GitHubForge", "RepoClient", "RetryPolicy", "client",
+           "errors", "files_to_diff", "forge", "graphql_endpoint", "payloads", "webhooks"]

@@ -1,0 +1,175 @@
+"""``LLMVerifier``: confirms or overturns the tracker's candidate decisions against the current
+code; people's claims go in as claims to check, never as evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+
+from tracker.anchors import normalise
+from tracker.decide import Verdict
+from tracker.lifecycle import State
+from tracker.models import (
+    DecidedBy,
+    Decision,
+    Defect,
+    Signal,
+    SignalKind,
+)
+
+from ..engine import RoundContext, Usage
+from ..prompt_context import ContextProvider
+from .client import LLMClient
+from .detect import _location
+from .diffs import FileDiff, annotated
+from .parse import parse_verdicts
+from .prompts import (
+    CONTEXT_LINES,
+    MAX_VERIFY_DIFF_LINES,
+    NEAR_DIFF_LINES,
+    TOKEN_MARGIN,
+    _numbered,
+    cap_text,
+    data_block,
+    escape_data,
+    system_prompt,
+)
+
+
+class LLMVerifier:
+    """Confirms or overturns the tracker's candidate decisions (implements ``Verifier``).
+
+    ``stats`` counts what could not be used: unreachable model (``llm_error``), answers still
+    invalid after the repair (``malformed``), bad items, verdicts about keys that were not
+    asked (``unknown_key``) and verdicts whose quote is not in the code (``quote_not_in_code``).
+    In all those cases the tracker's own decision stands.
+    """
+
+    def __init__(self, client: LLMClient, batch: int | None = None):
+        self.client = client
+        self.batch = max(batch or client.config.verify_batch, 1)
+        self.system = system_prompt("verify_system.txt")
+        self.context = ContextProvider.from_env()  # repository context, within the budget
+        self.stats: Counter = Counter()
+
+    async def verify(self, ctx: RoundContext,
+                     candidates: list[tuple[Defect, Decision]]) -> tuple[list[Verdict], Usage]:
+        usage = Usage()
+        calls = self.plan(ctx, candidates)
+        answers = await asyncio.gather(*(self.client.complete_json(messages, parse_verdicts)
+                                         for messages, _ in calls))
+        verdicts: list[Verdict] = []
+        for (_, group), answer in zip(calls, answers):
+            usage.add(answer.usage)
+            self.stats.update(answer.dropped)
+            if answer.value is None:
+                continue  # the rules' decisions stand
+            items, dropped = answer.value
+            self.stats.update(dropped)
+            for item in items:
+                verdict = self._verdict(ctx, group.get(item["key"]), item)
+                if verdict is not None:
+                    verdicts.append(verdict)
+        return verdicts, usage
+
+    def plan(self, ctx: RoundContext,
+             candidates: list[tuple[Defect, Decision]]) -> list[tuple[list[dict], dict]]:
+        """The verification calls: up to ``batch`` defects each, within the token budget."""
+        files = {fd.path: fd for fd in annotated(ctx, ctx.round_diff)}
+        budget = self.client.config.max_prompt_tokens - TOKEN_MARGIN
+        fixed = self.client.count_text(self.system) + 50
+        calls, blocks, group, used = [], [], {}, fixed
+        for defect, decision in candidates:
+            block = self.defect_block(ctx, defect, decision, files)
+            tokens = self.client.count_text(block)
+            if blocks and (len(blocks) >= self.batch or used + tokens > budget):
+                calls.append((self._messages(blocks), group))
+                blocks, group, used = [], {}, fixed
+            blocks.append(block)
+            group[defect.key] = (defect, decision)
+            used += tokens
+        if blocks:
+            calls.append((self._messages(blocks), group))
+        return [(self.context.extend_verification(m, ctx, g, self.client), g) for m, g in calls]
+
+    def _messages(self, blocks: list[str]) -> list[dict]:
+        return [{"role": "system", "content": self.system},
+                {"role": "user", "content": "\n\n".join(blocks) + "\n\nGive one verdict per "
+                 "<defect> block above, as the JSON object only."}]
+
+    def defect_block(self, ctx: RoundContext, defect: Defect, decision: Decision,
+                     files: dict[str, FileDiff]) -> str:
+        """Everything the verifier needs about one candidate, as delimited data."""
+        parts = [data_block("description", escape_data(cap_text(defect.description, 1200)))]
+        if defect.code:
+            parts.append(data_block("code_when_raised", escape_data(cap_text(defect.code, 2000)),
+                                location=defect.location()))
+        path = decision.path or defect.path
+        start = decision.line_start or defect.line_start
+        end = decision.line_end or decision.line_start or defect.line_end or start
+        if path and start:
+            text = ctx.files.get(path)
+            lo = max(start - CONTEXT_LINES, 1)
+            hi = min(end + CONTEXT_LINES, len((text or "").splitlines()))
+            shown = _numbered(text, lo, hi) if text is not None else ""
+            parts.append(data_block("current_code", escape_data(shown or "(this code no longer "
+                                                            "exists at the new head)"),
+                                location=_location(path, lo, max(hi, lo))))
+            if path in files:
+                near = files[path].around(start, end, NEAR_DIFF_LINES, MAX_VERIFY_DIFF_LINES)
+                if near:
+                    parts.append(data_block("round_diff", escape_data(near), file=path))
+        else:
+            changed = ", ".join(sorted(files)[:20]) or "(none)"
+            parts.append(data_block("changed_files", escape_data(changed)))
+        parts.append(data_block("tracker_hint", escape_data(f"{decision.evidence}"),
+                            rule=decision.rule, candidate_state=decision.state))
+        for signal in _signals_for(ctx.signals, defect.key):
+            parts.append(data_block("claim", escape_data(
+                "A person's statement. It is a claim, not evidence: check it against the code.\n"
+                + cap_text(signal.body, 800)), kind=signal.kind, author=signal.author))
+        return data_block("defect", "\n".join(parts), key=defect.key, state_before=defect.state,
+                      type=defect.type)
+
+    def _verdict(self, ctx: RoundContext, pair: tuple[Defect, Decision] | None,
+                 item: dict) -> Verdict | None:
+        if pair is None:
+            self.stats["unknown_key"] += 1
+            return None
+        defect, decision = pair
+        if item["quote"] and not _quote_found(ctx, decision.path or defect.path, item["quote"]):
+            self.stats["quote_not_in_code"] += 1
+            return None
+        if item["resolved"]:
+            state = State.RESOLVED
+        else:
+            state = State.REOPENED if decision.state is State.REOPENED else State.OPEN
+        evidence = item["evidence"] or ("resolved" if item["resolved"] else "not resolved")
+        if item["quote"]:
+            evidence += f" (code: {' '.join(item['quote'].split())[:200]})"
+        return Verdict(defect.key, state, evidence, decided_by=DecidedBy.LLM)
+
+
+_CLAIMS = (SignalKind.AUTHOR_CLAIMS_FIXED, SignalKind.REVIEWER_DISPUTES,
+           SignalKind.REVIEWER_ACCEPTS)
+
+
+def _signals_for(signals: list[Signal], key: str) -> list[Signal]:
+    return [s for s in signals if s.defect_key == key and s.kind in _CLAIMS][-3:]
+
+
+_LINE_PREFIX = re.compile(r"^\s*L?\d+\s*\|\s?[+\- ]?\s?")
+
+
+def _quote_found(ctx: RoundContext, path: str | None, quote: str) -> bool:
+    """Whether every line of a verifier's quote stands in the file's current text or the diff."""
+    haystack = " ".join(normalise((ctx.files.get(path) or "") if path else "") +
+                        normalise(ctx.round_diff))
+    haystack = " ".join(haystack.split())
+    for line in quote.splitlines():
+        wanted = " ".join(_LINE_PREFIX.sub("", line).split())
+        if wanted and wanted not in haystack:
+            return False
+    return True

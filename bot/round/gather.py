@@ -1,0 +1,129 @@
+"""Step one of a round: gather what the engine will look at, from the forge and the ledger.
+
+``gather(forge, store, ...)`` is the only step that reads both: the PR's whole diff, the diff
+since the last reviewed head (and from commits people commented on), the text of changed and
+tracked files at the head, and the ledger's tracked defects, signals and discussion. Everything
+after it works on the ``RoundInputs`` it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from tracker.interdiff import interdiff
+from tracker.ledger import Ledger
+from tracker.models import Defect
+
+from ..forge import ForgeReader, NotFound, PullRequest, Unprocessable
+from ..review.engine import DiffLines, RoundContext, Settings
+from ..review.patch import Patches
+from ..settings import PATH as SETTINGS_PATH
+from ..settings import SettingsError, parse_settings
+
+__all__ = ["MAX_FILES", "RoundInputs", "gather", "read_settings"]
+
+log = logging.getLogger(__name__)
+
+MAX_FILES = 300  # changed files whose text is fetched for one round
+
+
+@dataclass
+class RoundInputs:
+    """The engine's context for one round, and where the round sits in the ledger."""
+
+    context: RoundContext
+    pr_id: int
+    number: int  # the round's number
+    first_key: int  # the key number the round's first new defect gets (D<first_key>)
+
+
+async def read_settings(forge: ForgeReader, default_drafts: bool = False
+                        ) -> tuple[Settings, str | None]:
+    """The repository's settings from the default branch (never the PR's head), and any error."""
+    text = await forge.file_text(SETTINGS_PATH)
+    try:
+        return parse_settings(text, default_drafts=default_drafts), None
+    except SettingsError as exc:
+        return Settings(review_drafts=default_drafts), str(exc)
+
+
+async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest, number: int,
+                 settings: Settings) -> RoundInputs:
+    """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``."""
+    head = pull.head_sha
+    previous = store.last_round(pr["id"])
+    pr_diff = await forge.pull_diff(pull.number)
+    if previous is None:
+        round_diff = pr_diff  # the first round: the whole PR is new
+    elif previous["head_sha"] == head:
+        round_diff = ""  # a review of the same head again: nothing moved
+    tracked = store.defects(pr["id"], include_ignored=False)
+    upstream_diff = ""
+    if previous is not None and previous["head_sha"] != head:
+        round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff, tracked)
+    anchor_diffs = await _anchor_diffs(forge, tracked, previous, head)
+    patches = Patches()  # the round's one parse of each diff, shared by every reader
+    changed = DiffLines(pr_diff, diff_map=patches.map(pr_diff)).paths()
+    paths = sorted(changed)[:MAX_FILES]
+    paths += sorted({d.path for d in tracked if d.path and d.path not in changed})
+    files = {p: await forge.file_text(p, head) for p in paths}
+    ctx = RoundContext(
+        repo=pr["repo"], number=pr["number"], round=number, head_sha=head,
+        base_sha=pull.base_sha, pr_diff=pr_diff, round_diff=round_diff, files=files,
+        title=pull.title, body=pull.body, tracked=tracked,
+        signals=store.signals(pr["id"], previous["number"] if previous else 0),
+        discussion=_discussion(store, pr["id"], previous), settings=settings,
+        previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
+        patches=patches, upstream_diff=upstream_diff,
+    )
+    return RoundInputs(ctx, pr["id"], number, int(store.next_key(pr["id"])[1:]))
+
+
+async def _round_diff(forge: ForgeReader, previous: dict, head: str, pr_diff: str,
+                      tracked: list[Defect]) -> tuple[str, str]:
+    """The author's change since the last review, and the upstream changes to set aside.
+
+    A push on top of the reviewed head: compare(old, new), nothing upstream. A rebase or
+    force-push (the old head is no ancestor of the new one): the interdiff of the PR's diffs
+    at both heads (``tracker.interdiff``), so upstream edits move no defect and resolve none.
+    """
+    old = previous["head_sha"]
+    if await forge.compare_status(old, head) in ("ahead", "identical", ""):
+        return await forge.compare_diff(old, head), ""
+    old_pr_diff = await forge.compare_diff(previous["base_sha"] or old, old)
+    paths = sorted(DiffLines(old_pr_diff).paths() | DiffLines(pr_diff).paths()
+                   | {d.path for d in tracked if d.path})[:MAX_FILES]
+    before = {p: await forge.file_text(p, old) for p in paths}
+    after = {p: await forge.file_text(p, head) for p in paths}
+    moved = interdiff(old_pr_diff, pr_diff, before, after)
+    log.info("%s is not an ancestor of %s: reviewing the interdiff", old[:7], head[:7])
+    return moved.round, moved.upstream
+
+
+async def _anchor_diffs(forge: ForgeReader, tracked: list[Defect], previous: dict | None,
+                        head: str) -> dict[str, str]:
+    """Diffs to the head from the commits people commented on that the bot never reviewed
+    (a failed round, a comment on a push still queued)."""
+    reviewed = previous["head_sha"] if previous else None
+    out: dict[str, str] = {}
+    for sha in sorted({d.anchor_sha for d in tracked if d.anchor_sha} - {reviewed}):
+        if sha == head:
+            out[sha] = ""
+            continue
+        try:
+            out[sha] = await forge.compare_diff(sha, head)
+        except (NotFound, Unprocessable) as exc:
+            log.info("cannot compare %s...%s (%s); mapping from the last review", sha, head,
+                     exc.status)
+    return out
+
+
+def _discussion(store: Ledger, pr_id: int, previous: dict | None) -> list[dict]:
+    since = previous["finished_at"] if previous else ""
+    rows = store.db.query(
+        "select d.key, c.author, c.body from defect_comments c join defects d "
+        "on d.id = c.defect_id where d.pr_id = ? and c.posted_by_bot = 0 "
+        "and c.created_at >= ? order by c.id", [pr_id, since or ""],
+    )
+    return [dict(r) for r in rows]

@@ -1,0 +1,124 @@
+"""A round's plan and record: typed values that the ledger keeps as JSON between the steps.
+
+``plan(engine, inputs)`` turns what ``gather`` collected into a ``RoundPlan``: the decision for
+every tracked defect and the new defects with their reserved keys. It reads neither the forge
+nor the ledger (the engine may call a model). The plan is saved before anything is posted, so a
+round that fails part-way resumes from it; ``RoundRecord`` is what ``publish`` posted (comment
+and thread ids), saved with the plan and written into the ledger by ``commit``.
+
+``to_json``/``from_json`` are the only place a plan turns into plain data and back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from tracker.models import Decision, Finding
+
+from ..review.engine import Engine, Usage
+from .gather import RoundInputs
+
+__all__ = ["NewDefect", "RoundPlan", "RoundRecord", "plan"]
+
+
+@dataclass
+class NewDefect:
+    """A defect this round raises: its reserved key, the finding and the code it sits on."""
+
+    key: str
+    finding: Finding
+    code: str | None = None
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "finding": self.finding.to_dict(), "code": self.code}
+
+    @classmethod
+    def from_json(cls, data: dict) -> NewDefect:
+        return cls(data["key"], Finding(**data["finding"]), data.get("code"))
+
+
+@dataclass
+class RoundRecord:
+    """What publishing a round left on the forge, for the ledger to remember."""
+
+    new: dict[str, int] = field(default_factory=dict)  # key -> inline comment id
+    replies: dict[str, int] = field(default_factory=dict)  # key -> reply id
+    threads: dict[str, str] = field(default_factory=dict)  # key -> resolved thread id
+    not_inline: list[str] = field(default_factory=list)  # keys the forge refused inline
+
+    def to_json(self) -> dict:
+        out: dict = {}
+        for name in ("new", "replies", "threads", "not_inline"):
+            value = getattr(self, name)
+            if value:
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> RoundRecord:
+        data = data or {}
+        return cls(new={k: int(v) for k, v in (data.get("new") or {}).items()},
+                   replies={k: int(v) for k, v in (data.get("replies") or {}).items()},
+                   threads=dict(data.get("threads") or {}),
+                   not_inline=list(data.get("not_inline") or []))
+
+
+@dataclass
+class RoundPlan:
+    """One round's outcome, decided and not yet published or recorded."""
+
+    decisions: list[Decision]
+    new: list[NewDefect]
+    repeated: list[str] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    notes: list[str] = field(default_factory=list)
+    posted: RoundRecord = field(default_factory=RoundRecord)
+
+    def decision(self, key: str) -> Decision | None:
+        return next((d for d in self.decisions if d.key == key), None)
+
+    def to_json(self) -> dict:
+        return {
+            "decisions": [_decision_json(d) for d in self.decisions],
+            "new": [item.to_json() for item in self.new],
+            "repeated": list(self.repeated),
+            "dropped": dict(self.dropped),
+            "usage": asdict(self.usage),
+            "notes": list(self.notes),
+            "posted": self.posted.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> RoundPlan:
+        return cls(
+            decisions=[Decision(**d) for d in data.get("decisions") or []],
+            new=[NewDefect.from_json(i) for i in data.get("new") or []],
+            repeated=list(data.get("repeated") or []),
+            dropped=dict(data.get("dropped") or {}),
+            usage=Usage(**(data.get("usage") or {})),
+            notes=list(data.get("notes") or []),
+            posted=RoundRecord.from_json(data.get("posted")),
+        )
+
+
+def _decision_json(d: Decision) -> dict:
+    out = asdict(d)
+    out["state"], out["decided_by"] = str(d.state), str(d.decided_by)
+    return out
+
+
+async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
+    """Review the round and reserve keys for its new defects (no forge, no ledger)."""
+    ctx = inputs.context
+    result = await engine.review(ctx)
+    return RoundPlan(
+        decisions=list(result.decisions),
+        new=[NewDefect(f"D{inputs.first_key + i}", f,
+                       ctx.code_at(f.path, f.line_start, f.line_end))
+             for i, f in enumerate(result.findings)],
+        repeated=sorted(result.repeated),
+        dropped=dict(result.dropped),
+        usage=result.usage,
+        notes=list(result.notes),
+    )

@@ -1,0 +1,213 @@
+"""Step three of a round: publish its plan on the forge, idempotently.
+
+One review with the new defects inline, a reply in the thread of every tracked defect whose
+state changed, the bot's own threads resolved when their defect is Resolved, and the sticky
+summary edited in place. Every body carries a hidden marker, so a round that runs again after
+a crash skips what is already there. Publishing reads the ledger (thread roots, the defects'
+states before this round) but never writes it: that is ``commit``'s job, once all is posted.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tracker.ledger import Ledger
+from tracker.lifecycle import State
+from tracker.models import Decision, Defect, Finding, SignalKind
+
+from .. import render
+from ..forge import Comment, Forge, InlineComment, Unprocessable
+from .plan import RoundPlan, RoundRecord
+
+__all__ = ["post_summary", "publish", "summary_body", "summary_rows"]
+
+log = logging.getLogger(__name__)
+
+
+async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
+                  plan: RoundPlan, *, bot_logins: set[str],
+                  settings_error: str | None = None) -> RoundRecord:
+    """Post round ``number``'s plan on the PR; what was posted (ids), for ``commit``."""
+    record = RoundRecord(not_inline=list(plan.posted.not_inline))
+    posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
+    await _post_review(forge, pr, number, head, plan, posted, record)
+    posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
+    record.new = {key: cid for (kind, key, r), cid in posted.items()
+                  if kind == "new" and r == number}
+    await _post_replies(forge, store, pr, number, plan, posted, record)
+    await _resolve_threads(forge, store, pr, plan, record)
+    body = summary_body(store, pr["id"], number, head, plan, settings_error, record)
+    await post_summary(forge, pr["number"], body, bot_logins)
+    return record
+
+
+async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: RoundPlan,
+                       posted: dict, record: RoundRecord) -> None:
+    comments = [_inline(item.key, item.finding, number) for item in plan.new
+                if item.finding.path is not None and item.finding.line_start is not None
+                and ("new", item.key, number) not in posted]
+    if not comments:
+        return
+    body = f"roundwise round {number}: {len(comments)} new defect(s). " \
+           f"{render.marker('review', '-', number)}"
+    try:
+        await forge.create_review(pr["number"], head, body, comments)
+        return
+    except Unprocessable as exc:
+        log.warning("the forge rejected the review of round %d (%s); posting one by one",
+                    number, exc.errors or exc)
+    dropped = []
+    for comment in comments:
+        for attempt in _fallbacks(comment):
+            try:
+                await forge.create_review(pr["number"], head, body, [attempt])
+                break
+            except Unprocessable:
+                continue
+        else:
+            dropped.append(comment.body.split("**")[1])
+    record.not_inline = dropped
+
+
+async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan: RoundPlan,
+                        posted: dict, record: RoundRecord) -> None:
+    defects = {d.key: d for d in store.defects(pr["id"])}
+    for decision in plan.decisions:
+        defect = defects.get(decision.key)
+        if defect is None or not _needs_reply(defect, decision):
+            continue
+        root = store.thread_root(pr["id"], decision.key)
+        if root is None:
+            continue
+        reply_id = posted.get(("state", decision.key, number))  # posted before a crash
+        if reply_id is None:
+            reply_id = await forge.reply(pr["number"], root["id"],
+                                         render.state_reply(defect, decision, number))
+        record.replies[decision.key] = reply_id
+
+
+async def _resolve_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
+                           record: RoundRecord) -> None:
+    keys = {d.key for d in plan.decisions if d.state is State.RESOLVED}
+    defects = [d for d in store.defects(pr["id"]) if d.key in keys
+               and d.origin.value == "bot" and d.state is not State.RESOLVED]
+    if not defects:
+        return
+    by_comment = {}
+    for thread in await forge.review_threads(pr["number"]):
+        for cid in thread.comment_ids:
+            by_comment[cid] = thread
+    for defect in defects:
+        root = store.thread_root(pr["id"], defect.key)
+        thread = by_comment.get(root["id"]) if root else None
+        if thread is None:
+            continue
+        if not thread.resolved:
+            await forge.resolve_thread(thread.id)
+        record.threads[defect.key] = thread.id
+
+
+def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundPlan | None,
+                 settings_error: str | None = None, record: RoundRecord | None = None) -> str:
+    """The sticky summary: every defect with this round's plan laid over the ledger."""
+    rows, changes = summary_rows(store, pr_id, number, plan)
+    notes = []
+    if record and record.not_inline:
+        notes.append("GitHub would not take these as inline comments: "
+                     + ", ".join(record.not_inline) + ".")
+    for note in (plan.notes if plan else []):
+        notes.append(f"Note: {note} (Set `require_tests: true` in "
+                     "`.github/roundwise.yml` to track this as a defect.)")
+    if settings_error:
+        notes.append(f"⚠️ {settings_error}; using the defaults.")
+    return render.summary(rows, number, head, changes, notes)
+
+
+def summary_rows(store: Ledger, pr_id: int, number: int,
+                 plan: RoundPlan | None) -> tuple[list[dict], list[str]]:
+    """Rows for the summary table, with this round's plan laid over the ledger."""
+    history = store.states_by_round(pr_id)
+    decisions = {d.key: d for d in (plan.decisions if plan else [])}
+    rows, changes = [], []
+    for defect in store.defects(pr_id):
+        state, last = str(defect.state), _last_change(history.get(defect.key, {}))
+        location = defect.location()
+        if defect.key in decisions:
+            d = decisions[defect.key]
+            if str(d.state) != state:
+                changes.append(f"{defect.key}: {state} → {d.state!s} ({d.rule}: "
+                               f"{d.evidence[:160]})")
+                last = number
+            state = str(d.state)
+            if d.path and d.line_start:
+                location = _location(d.path, d.line_start, d.line_end)
+        rows.append({"key": defect.key, "state": state, "severity": defect.severity,
+                     "type": defect.type, "location": location, "raised": defect.raised_round,
+                     "last_change": last, "origin": defect.origin.value,
+                     "description": defect.description, "ignored": defect.ignored})
+    for item in (plan.new if plan else []):
+        f = item.finding
+        changes.append(f"{item.key}: New ({f.severity} {f.type})")
+        rows.append({"key": item.key, "state": "New", "severity": f.severity, "type": f.type,
+                     "location": _location(f.path, f.line_start, f.line_end),
+                     "raised": number, "last_change": number, "origin": f.origin.value,
+                     "description": f.description, "ignored": False})
+    return rows, changes
+
+
+async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> None:
+    """Edit the PR's sticky summary comment in place, or create it the first time."""
+    for comment in await forge.issue_comments(number):
+        if comment.author in bot_logins and render.SUMMARY_MARKER in comment.body:
+            if comment.body != body:
+                await forge.edit_issue_comment(comment.id, body)
+            return
+    await forge.create_issue_comment(number, body)
+
+
+def _location(path: str | None, start: int | None, end: int | None) -> str:
+    return Defect(key="", description="", origin="bot", state="New", raised_round=0,
+                  state_round=0, path=path, line_start=start, line_end=end).location()
+
+
+def _last_change(states: dict[int, str]) -> int:
+    last, previous = 0, None
+    for rnd in sorted(states):
+        if states[rnd] != previous:
+            last, previous = rnd, states[rnd]
+    return last
+
+
+def _needs_reply(defect: Defect, decision: Decision) -> bool:
+    """Reply in a thread when the state changed, or when a claimed fix is not in the code."""
+    previous = defect.state
+    if decision.state is previous:
+        return False
+    if previous is State.NEW and decision.state is State.OPEN:
+        claimed = any(str(SignalKind.AUTHOR_CLAIMS_FIXED) in s for s in decision.signals)
+        return claimed or decision.rule.endswith("+overturned")
+    return True
+
+
+def _inline(key: str, finding: Finding, number: int) -> InlineComment:
+    start = finding.line_start if finding.line_start < finding.line_end else None
+    return InlineComment(finding.path, finding.line_end, finding.side,
+                         render.inline_comment(key, finding, number), start_line=start)
+
+
+def _fallbacks(comment: InlineComment) -> list[InlineComment]:
+    """The comment as it is, then re-anchored to its last line alone."""
+    if comment.start_line is None:
+        return [comment]
+    return [comment, comment.last_line_only()]
+
+
+def _markers(comments: list[Comment], bot_logins: set[str]) -> dict[tuple[str, str, int], int]:
+    out = {}
+    for c in comments:
+        if c.author not in bot_logins:
+            continue
+        found = render.read_marker(c.body)
+        if found:
+            out.setdefault(found, c.id)
+    return out

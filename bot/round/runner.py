@@ -1,0 +1,94 @@
+"""``RoundRunner``: the server's ``round`` job, the four steps in order under the PR's lease.
+
+It knows no host: ``forge_for(job)`` (given by the composition root, ``bot.app``) returns the
+job's repository as a ``Forge``.
+
+It reads the PR and the repository's settings from the forge (skipping closed and draft PRs),
+opens or resumes the round in the ledger, then: ``gather`` → ``plan`` (saved in the ledger
+before anything is posted) → ``publish`` → ``commit``. A round that fails part-way is marked
+failed with the error and resumes from its saved plan when its job runs again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tracker.ledger import Ledger
+from tracker.serial import PRSerializer
+
+from .. import metrics
+from ..forge import Forge
+from ..jobs import Job
+from ..review.engine import Engine
+from .commit import commit
+from .gather import gather, read_settings
+from .plan import RoundPlan, plan
+from .publish import publish, summary_body
+
+__all__ = ["RoundRunner"]
+
+
+class RoundRunner:
+    """Carries out ``round`` jobs."""
+
+    def __init__(self, ledger: Ledger, forge_for: Callable[[Job], Forge], engine: Engine,
+                 serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
+                 review_drafts: bool = False, clock: Callable[[], float] = time.monotonic):
+        self.ledger = ledger
+        self.bot_login = bot_login
+        self.forge_for = forge_for
+        self.engine = engine
+        self.serializer = serializer
+        self.bot_logins = bot_logins
+        self.review_drafts = review_drafts
+        self.clock = clock
+
+    def forge(self, job: Job) -> Forge:
+        """The forge (repository on the host) the job's pull request lives on."""
+        return self.forge_for(job)
+
+    async def run(self, job: Job) -> str:
+        forge = self.forge(job)
+        pull = await forge.pull(job.number)
+        if not pull.open:
+            return "skipped: the pull request is not open"
+        settings, settings_error = await read_settings(forge, self.review_drafts)
+        if pull.draft and not settings.review_drafts and not job.payload.get("force"):
+            return "skipped: draft pull request"
+        pr = self.ledger.pull_request(job.repo, job.number, status="open",  # maybe reopened
+                                      installation_id=job.installation_id, title=pull.title,
+                                      author=pull.author)
+        async with self.serializer.hold(pr["id"]):
+            started = self.clock()
+            rnd = self.ledger.begin_round(pr["id"], pull.head_sha, pull.base_sha,
+                                          force=bool(job.payload.get("force")))
+            if rnd["status"] == "complete":
+                return f"skipped: {pull.head_sha[:7]} was already reviewed in round {rnd['number']}"
+            number = rnd["number"]
+            try:
+                saved = self.ledger.plan(pr["id"], number)
+                if saved is None:
+                    inputs = await gather(forge, self.ledger, pr, pull, number, settings)
+                    the_plan = await plan(self.engine, inputs)
+                    metrics.LLM_TOKENS.labels(kind="prompt").inc(the_plan.usage.prompt_tokens)
+                    metrics.LLM_TOKENS.labels(kind="completion").inc(
+                        the_plan.usage.completion_tokens)
+                    self.ledger.save_plan(pr["id"], number, the_plan.to_json())
+                else:
+                    the_plan = RoundPlan.from_json(saved)
+                record = await publish(forge, self.ledger, pr, number, pull.head_sha, the_plan,
+                                       bot_logins=self.bot_logins, settings_error=settings_error)
+                the_plan.posted = record
+                self.ledger.save_plan(pr["id"], number, the_plan.to_json())
+                commit(self.ledger, pr["id"], number, the_plan, record, bot_login=self.bot_login)
+            except Exception as exc:  # visible in the ledger; the job retries or fails
+                self.ledger.finish_round(pr["id"], number, "failed",
+                                         error=f"{type(exc).__name__}: {exc}"[:500])
+                raise
+            metrics.ROUND_SECONDS.observe(self.clock() - started)
+            return f"round {number} complete: {len(the_plan.new)} new"
+
+    def summary_body(self, pr_id: int, number: int, head: str,
+                     plan: RoundPlan | None = None) -> str:
+        return summary_body(self.ledger, pr_id, number, head, plan)

@@ -1,0 +1,34 @@
+"""One parsed patch per diff per round: the tracker, the offline reviewer and the LLM share it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import unidiff
+
+from bench.scripted_llm import ScriptedLLM
+from bot.review.llm import build_llm_engine
+
+from .test_llm_reviewer import config, second_round_with_tracked_defect
+
+
+async def test_an_llm_round_parses_each_diff_once_per_shape(monkeypatch):
+    parsed: Counter = Counter()
+    real = unidiff.PatchSet
+
+    class CountingPatchSet(real):
+        def __init__(self, data, *args, **kwargs):
+            parsed[str(data)] += 1
+            super().__init__(data, *args, **kwargs)
+
+    monkeypatch.setattr(unidiff, "PatchSet", CountingPatchSet)
+    ctx = second_round_with_tracked_defect()
+    assert ctx.pr_diff != ctx.round_diff
+    async with ScriptedLLM() as server:
+        engine = build_llm_engine(config(server))  # static checks, LLM detection, verifier
+        result = await engine.review(ctx)
+        verified = [r for r in server.requests if "verifier" in str(r["messages"][0])]
+    assert verified and result.decisions  # the verifier and the tracker both read the diffs
+    # the bot's PatchSet and the tracker's DiffMap: two parses per diff, whoever reads it
+    assert parsed[ctx.pr_diff] <= 2 and parsed[ctx.round_diff] <= 2
+    assert ctx.patches.parses == sum(parsed.values()) <= 4

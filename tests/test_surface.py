@@ -1,0 +1,144 @@
+"""The project's surface: README's settings table, ``__all__``, layering and install extras."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+import subprocess
+import sys
+
+import pytest
+
+from bot.config import SETTINGS, load_config
+
+from .conftest import ROOT
+
+PACKAGES = ["bot", "bench", "roundwise"]
+# tracker/ is owned by other work in progress; its __all__ comes with that work
+NOT_YET = {"tracker"}
+
+
+def readme_settings() -> dict[str, str]:
+    """Variable -> default cell of README's "Settings (environment)" table."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### Settings (environment)", 1)[1].split("\n#", 1)[0]
+    out = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        for name in re.findall(r"`([A-Z_]+)`", cells[0]):
+            out[name] = cells[2]
+    return out
+
+
+def test_readme_settings_table_matches_the_config_code():
+    documented = readme_settings()
+    assert set(documented) == set(SETTINGS), (
+        f"missing from README: {sorted(set(SETTINGS) - set(documented))}; "
+        f"not in bot/config.py: {sorted(set(documented) - set(SETTINGS))}")
+    for name, (_, default) in SETTINGS.items():
+        if default not in ("unset", "required") and "required" not in default:
+            assert default in documented[name], f"{name}: README says {documented[name]}"
+
+
+def test_every_variable_the_config_code_reads_is_declared():
+    read = set()
+    for module in ("bot/config.py", "bot/review/llm_config.py", "bot/review/prompt_context.py"):
+        tree = ast.parse((ROOT / module).read_text())
+        read |= {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                 and isinstance(node.value, str)
+                 and re.fullmatch(r"(GITHUB|ROUNDWISE)_[A-Z_]+", node.value)}
+    assert read == set(SETTINGS)
+
+
+def test_load_config_parses_every_llm_setting_once(tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    env = {"GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY": key, "GITHUB_WEBHOOK_SECRET": "s",
+           "ROUNDWISE_MODEL": "openai/m", "ROUNDWISE_API_BASE": "http://h/v1",
+           "ROUNDWISE_API_KEY": "sk-k", "ROUNDWISE_FALLBACK_MODEL": "openai/f",
+           "ROUNDWISE_LLM_TIMEOUT": "7", "ROUNDWISE_MAX_PROMPT_TOKENS": "999",
+           "ROUNDWISE_LLM_CACHE": str(tmp_path)}
+    llm = load_config(env).llm
+    assert (llm.model, llm.api_base, llm.api_key, llm.fallback_model, llm.timeout,
+            llm.max_prompt_tokens, llm.cache_dir) == (
+        "openai/m", "http://h/v1", "sk-k", "openai/f", 7.0, 999, str(tmp_path))
+    assert "sk-k" not in repr(llm)
+    assert load_config({**env, "ROUNDWISE_MODEL": ""}).llm is None
+
+
+def _packages():
+    for top in PACKAGES:
+        yield top
+        module = importlib.import_module(top)
+        for info in pkgutil.walk_packages(module.__path__, prefix=f"{top}."):
+            if info.ispkg:
+                yield info.name
+
+
+@pytest.mark.parametrize("name", sorted(set(_packages())))
+def test_every_package_declares_all_and_it_holds(name):
+    package = importlib.import_module(name)
+    assert isinstance(getattr(package, "__all__", None), list), f"{name} has no __all__"
+    for member in package.__all__:
+        assert hasattr(package, member) or importlib.util.find_spec(f"{name}.{member}"), \
+            f"{name}.__all__ names {member}, which does not exist"
+    modules = {i.name for i in pkgutil.iter_modules(package.__path__)} - {"__main__"}
+    assert modules <= set(package.__all__) | set(dir(package)), \
+        f"{name}.__all__ misses {sorted(modules - set(package.__all__))}"
+
+
+def _imports(path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_layers_point_one_way():
+    below = {"tracker": {"bot", "bench", "roundwise"}, "bot": {"bench", "roundwise"},
+             "bench": {"roundwise"}}
+    for package, forbidden in below.items():
+        for path in (ROOT / package).rglob("*.py"):
+            wrong = _imports(path) & forbidden
+            assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_litellm_is_configured_in_one_place():
+    setters = [str(p.relative_to(ROOT)) for package in PACKAGES + ["tracker"]
+               for p in (ROOT / package).rglob("*.py")
+               if "LITELLM_LOCAL_MODEL_COST_MAP" in p.read_text()]
+    assert setters == ["bot/review/llm_config.py"]
+
+
+def test_the_server_needs_no_bench_extra():
+    code = ("import sys; from roundwise.cli import build_parser; import bot.app; "
+            "build_parser().parse_args(['serve']); "
+            "print(sorted({'jinja2', 'matplotlib', 'tqdm', 'litellm'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_bench_extra_is_what_the_bench_checks_and_the_test_extra_carries_it():
+    import tomllib
+
+    from bench.cli import BENCH_EXTRA
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    name = re.compile(r"^[A-Za-z0-9_.-]+")
+    bench = {name.match(d).group(0) for d in project["optional-dependencies"]["bench"]}
+    test = {name.match(d).group(0) for d in project["optional-dependencies"]["test"]}
+    runtime = {name.match(d).group(0) for d in project["dependencies"]}
+    assert bench == set(BENCH_EXTRA) and bench <= test and not bench & runtime
