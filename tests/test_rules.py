@@ -246,3 +246,17 @@ def test_an_elaboration_in_the_same_round_does_not_reopen_a_resolved_defect(tmp_
                              pr_author="amy")
         assert after.signal is not None and str(after.signal) == "reviewer_disputes"
         assert ledger.defect(pr["id"], key).state is State.REOPENED
+
+
+def test_a_fix_away_from_the_anchor_counts_inside_its_class_only():
+    src = ("class Listener {\n  void onMessage(Event e) {\n    processAttachments(e);\n  }\n\n"
+           "  void processAttachments(Event e) {\n    send(e);\n  }\n}\n\n"
+           "class Other {\n  void run(Event e) {\n    log(e);\n  }\n}\n")
+    d = comment_defect("the blocking send happens on the event thread; run "
+                       "`processAttachments` on another thread", "L.java", 7, old=src)
+    inside = src.replace("    processAttachments(e);\n",
+                         "    runAsync(() -> processAttachments(e));\n")
+    decision = decide(d, {"L.java": src}, {"L.java": inside})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "subject-touched")
+    elsewhere = src.replace("    log(e);\n", "    log(e);\n    processAttachments(e);\n")
+    assert decide(d, {"L.java": src}, {"L.java": elsewhere}).state is State.OPEN

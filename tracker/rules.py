@@ -129,6 +129,15 @@ class Case:
         return found
 
     @cached_property
+    def type_scope(self) -> tuple[int, int] | None:
+        """The class (or struct, interface...) around the anchor at the new head, if any."""
+        m = self.mapped
+        if m is None or m.anchor is None:
+            return None
+        return enclosing(m.anchor.path, self.new_text, m.anchor.start, m.anchor.end,
+                         types_only=True)
+
+    @cached_property
     def scope_change(self) -> Mapped | None:
         if self.scope is None:
             return None
@@ -410,12 +419,16 @@ def range_changed(case: Case) -> Ruling | None:
 
 
 def subject_touched(case: Case) -> Ruling | None:
-    """The anchored lines stand, but lines elsewhere in the file that use what the comment
-    names were edited: the fix landed away from the anchor."""
+    """The anchored lines stand, but lines elsewhere in the class around them (the file, for
+    code outside any class) that use what the comment names were edited: the fix landed away
+    from the anchor."""
     named = {t for t in case.subject.named if case.file_tokens_before[t]} - _common(case)
     if not named or not case.changed:
         return None
-    added = tokens(case.added_text())
+    region = case.type_scope
+    added = tokens("\n".join(
+        text for line, text in case.diff.added_lines(case.new_path or "")
+        if region is None or region[0] <= line <= region[1]))
     hit = sorted(t for t in named if added[t])
     if not hit:
         return None

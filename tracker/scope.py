@@ -71,9 +71,10 @@ def _tree(name: str, text: str):
     return parser.parse(text.encode("utf-8", "replace"))
 
 
-def enclosing(path: str | None, text: str | None, start: int, end: int | None = None
-              ) -> tuple[int, int] | None:
-    """The 1-based line range of the smallest function (else type) enclosing lines start..end.
+def enclosing(path: str | None, text: str | None, start: int, end: int | None = None,
+              *, types_only: bool = False) -> tuple[int, int] | None:
+    """The 1-based line range of the smallest function (else type) enclosing lines start..end;
+    with ``types_only``, of the smallest class, struct, interface... around them.
 
     None when the language is unknown, the text does not parse, or the lines sit at top level.
     """
@@ -99,7 +100,7 @@ def enclosing(path: str | None, text: str | None, start: int, end: int | None = 
         if kind is None and _TYPE.match(node.type):
             kind = node
         node = node.parent
-    best = function or kind
+    best = kind if types_only else (function or kind)
     if best is None:
         return None
     return best.start_point[0] + 1, best.end_point[0] + 1
