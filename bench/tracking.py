@@ -65,14 +65,18 @@ def event_comment(event: dict) -> Comment | None:
     kind = event.get("kind")
     if kind not in ("review_comment", "review", "issue_comment"):
         return None
+    outdated = event.get("line") is None and event.get("original_line") is not None
     return Comment(
         id=event["id"],
         kind=kind,
         author=event.get("author"),
         body=event.get("body") or "",
         path=event.get("path") if kind == "review_comment" else None,
-        line=event.get("line") if kind == "review_comment" else None,
-        start_line=event.get("start_line") if kind == "review_comment" else None,
+        # an outdated comment (GitHub nulls ``line``) is anchored at its original line
+        line=event.get("original_line" if outdated else "line")
+        if kind == "review_comment" else None,
+        start_line=event.get("original_start_line" if outdated else "start_line")
+        if kind == "review_comment" else None,
         side=event.get("side") or "RIGHT",
         in_reply_to=event.get("in_reply_to"),
     )

@@ -20,13 +20,23 @@ def code_from_hunk(diff_hunk: str | None, count: int, side: str = "RIGHT") -> st
 
 
 def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment:
+    """A comment payload as the tracker's ``Comment``.
+
+    An *outdated* review comment (its lines changed since) has ``line`` null on GitHub; it
+    is anchored at ``original_line`` of ``original_commit_id`` and mapped from there, not
+    taken for a remark on the whole PR.
+    """
     user = data.get("user") or {}
+    inline = kind == "review_comment"
+    outdated = inline and data.get("line") is None and data.get("original_line") is not None
     return Comment(
         id=int(data["id"]), kind=kind, author=user.get("login"), body=data.get("body") or "",
-        path=data.get("path") if kind == "review_comment" else None,
-        line=data.get("line") if kind == "review_comment" else None,
-        start_line=data.get("start_line") if kind == "review_comment" else None,
+        path=data.get("path") if inline else None,
+        line=(data.get("original_line") if outdated else data.get("line")) if inline else None,
+        start_line=(data.get("original_start_line") if outdated else data.get("start_line"))
+        if inline else None,
         side=data.get("side") or "RIGHT", in_reply_to=data.get("in_reply_to_id"),
         by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
-        commit_id=data.get("commit_id") if kind == "review_comment" else None,
+        commit_id=(data.get("original_commit_id") if outdated else data.get("commit_id"))
+        if inline else None,
     )
