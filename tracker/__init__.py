@@ -5,3 +5,21 @@
 defect's state at every round with evidence; ``tracker.intake`` turns people's comments into
 defects and signals. No network I/O happens in this package.
 """
+
+__all__ = [
+           "anchors",
+           "decide",
+           "dedupe",
+           "discussion",
+           "intake",
+           "interdiff",
+           "ledger",
+           "lifecycle",
+           "models",
+           "paths",
+           "rules",
+           "schema",
+           "scope",
+           "serial",
+           "subject",
+]

@@ -89,8 +89,9 @@ class Mapped:
         )
 
 
-def _strip_prefix(name: str) -> str | None:
-    if name in ("/dev/null", "dev/null"):
+def strip_prefix(name: str | None) -> str | None:
+    """A diff header's path without git's ``a/``/``b/`` prefix; None for ``/dev/null``."""
+    if not name or name in ("/dev/null", "dev/null"):
         return None
     if name[:2] in ("a/", "b/"):
         return name[2:]
@@ -102,8 +103,8 @@ class FileMap:
 
     def __init__(self, patched: unidiff.PatchedFile):
         self.patched = patched
-        self.old_path = _strip_prefix(patched.source_file)
-        self.new_path = _strip_prefix(patched.target_file)
+        self.old_path = strip_prefix(patched.source_file)
+        self.new_path = strip_prefix(patched.target_file)
         self.binary = patched.is_binary_file
         self.removed_file = patched.is_removed_file or self.new_path is None
         self.added_file = patched.is_added_file
@@ -228,11 +229,16 @@ class FileMap:
 class DiffMap:
     """All files of one unified diff, ready to map anchors from its old side to its new side."""
 
-    def __init__(self, diff_text: str):
-        try:
-            patch = unidiff.PatchSet(diff_text or "")
-        except unidiff.UnidiffParseError as exc:
-            raise DiffError(f"not a unified diff: {exc}") from exc
+    def __init__(self, diff: str | unidiff.PatchSet):
+        """``diff`` is the diff's text, or the same diff already parsed by unidiff (so a
+        round that parses its diffs once can share them with the tracker)."""
+        if isinstance(diff, unidiff.PatchSet):
+            patch = diff
+        else:
+            try:
+                patch = unidiff.PatchSet(diff or "")
+            except unidiff.UnidiffParseError as exc:
+                raise DiffError(f"not a unified diff: {exc}") from exc
         self.files: dict[str, FileMap] = {}
         self.new_files: dict[str, FileMap] = {}
         for patched in patch:

@@ -4,8 +4,8 @@ A round reads the same two diffs (the whole PR's and the round's) in many places
 maps anchors through them, the engine checks where comments may be posted, the offline
 reviewer reads the PR's added lines, the LLM prompt builder annotates the round's hunks and
 the verifier shows diff lines near each defect. ``Patches`` (one per ``RoundContext``) parses
-each distinct diff text once into a ``unidiff.PatchSet`` that the offline reviewer and the LLM
-prompt builder share, and builds the tracker's ``DiffMap`` once per text.
+each distinct diff text once into a ``unidiff.PatchSet`` that the offline reviewer, the LLM
+prompt builder and the tracker's ``DiffMap`` all share.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import unidiff
 
-from tracker.anchors import DiffMap
+from tracker.anchors import DiffError, DiffMap
 
 __all__ = ["Patches"]
 
@@ -49,9 +49,10 @@ class Patches:
         """The tracker's view of the diff; raises ``DiffError`` when it is not a diff."""
         text = text or ""
         if text not in self._maps:
-            self.parses += 1
             try:
-                self._maps[text] = DiffMap(text)
+                self._maps[text] = DiffMap(self.patch(text))
+            except unidiff.UnidiffParseError as exc:
+                self._maps[text] = DiffError(f"not a unified diff: {exc}")
             except Exception as exc:  # noqa: BLE001 - kept and raised to every reader alike
                 self._maps[text] = exc
         found = self._maps[text]

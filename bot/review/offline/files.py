@@ -10,6 +10,7 @@ from functools import cached_property
 
 import unidiff
 
+from tracker.anchors import strip_prefix
 from tracker.paths import is_test_path
 
 from .languages import language_of
@@ -91,12 +92,6 @@ class ChangedFile:
         return self.text if self.text is not None else "\n".join(self.lines.values())
 
 
-def _strip_prefix(name: str | None) -> str | None:
-    if not name or name in ("/dev/null", "dev/null"):
-        return None
-    return name[2:] if name[:2] in ("a/", "b/") else name
-
-
 def _changed_files(diff: str, files: dict[str, str | None], *,
                    patch: unidiff.PatchSet | None = None) -> tuple[list[ChangedFile], list[str]]:
     """The diff's files at head (added lines and known lines), and every path it touches.
@@ -112,8 +107,8 @@ def _changed_files(diff: str, files: dict[str, str | None], *,
     out: list[ChangedFile] = []
     touched: list[str] = []
     for patched in patch:
-        path = _strip_prefix(patched.target_file)
-        old = _strip_prefix(patched.source_file)
+        path = strip_prefix(patched.target_file)
+        old = strip_prefix(patched.source_file)
         touched.extend(p for p in (path, old) if p)
         if path is None or patched.is_removed_file or patched.is_binary_file:
             continue
