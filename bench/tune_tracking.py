@@ -37,6 +37,12 @@ def _score(pairs: list[TrackPair]) -> float:
     return tracking_scores(pairs)["balanced_accuracy"] if pairs else 0.0
 
 
+def _kept(combo: tuple[bool, ...], names: list[str], defaults: dict[str, bool]) -> int:
+    """How many switches a combination leaves at their defaults: on a tie in score, the data
+    gives no reason to move a switch, so the combination that moves fewest wins."""
+    return sum(value == defaults[name] for name, value in zip(names, combo))
+
+
 def cross_validate(tasks, names: list[str]) -> dict:
     """Held-out and fitted tracking scores over every combination of the named switches."""
     saved = dict(rules.SWITCHES)
@@ -54,10 +60,11 @@ def cross_validate(tasks, names: list[str]) -> dict:
     for repo in repos:
         def train(combo, repo=repo):
             return _score([p for r, ps in runs[combo].items() if r != repo for p in ps])
-        best = max(runs, key=lambda c: (train(c), c == tuple(saved[n] for n in names)))
+        best = max(runs, key=lambda c: (train(c), _kept(c, names, saved)))
         chosen[repo] = dict(zip(names, best))
         held_out.extend(runs[best][repo])
-    fitted = max(runs, key=lambda c: _score([p for ps in runs[c].values() for p in ps]))
+    fitted = max(runs, key=lambda c: (_score([p for ps in runs[c].values() for p in ps]),
+                                      _kept(c, names, saved)))
     votes = {n: sum(c[n] for c in chosen.values()) for n in names}
     return {
         "cross_validated": tracking_scores(held_out),

@@ -120,11 +120,20 @@ def test_fix_undone_reopens_when_the_new_text_resembles_the_old():
 
 
 def test_a_remark_naming_no_code_is_not_resolved_by_any_push():
-    d = Defect(key="D1", description="please add a changelog entry", origin="human",
-               state=State.NEW, raised_round=1, state_round=1)
+    d = Defect(key="D1", description="you could fold all of this into a single action",
+               origin="human", state=State.NEW, raised_round=1, state_round=1)
     assert decide(d, BASE).rule == "pr-unchanged"
     pushed = decide(d, BASE + "more()\n")
     assert (pushed.state, pushed.rule) == (State.OPEN, "pr-unaddressed")
+
+
+def test_a_remark_about_the_changelog_is_resolved_by_a_changelog_change_only():
+    d = Defect(key="D1", description="please add a changelog entry", origin="human",
+               state=State.NEW, raised_round=1, state_round=1)
+    code_only = decide(d, BASE + "more()\n")
+    assert (code_only.state, code_only.rule) == (State.OPEN, "remark-kind-unchanged")
+    entry = decide(d, BASE, files={"changelog/12.feature.rst": "Adds scaling.\n"})
+    assert (entry.state, entry.rule) == (State.RESOLVED, "remark-kind-changed")
 
 
 def test_ignored_defects_get_no_decision():

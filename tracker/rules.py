@@ -555,10 +555,10 @@ _KIND_OF_PATH = {
 
 
 def remark_kind_changed(case: Case) -> Ruling | None:
-    """A remark asks about documentation, tests or the changelog: resolved when files of that
-    kind changed this round, still open when none did."""
-    kinds = case.subject.kinds
-    if not kinds:
+    """A remark asks about documentation, the changelog or lint: resolved when files of that
+    kind (or doc comments) changed this round, still open when none did."""
+    kinds = case.subject.kinds - {"tests"}  # tests answer a remark only if they use what it
+    if not kinds:                            # names (``tests_cover_subject``)
         return None
     paths = sorted(case.diff.touched_paths())
     hit = sorted({p for p in paths for k in kinds if _KIND_OF_PATH[k](p)
@@ -614,7 +614,7 @@ SWITCHES: dict[str, bool] = {
     "range_changed": True,  # on in 22 of 22
     "claimed_and_scope_changed": False,  # off in 21 of 22
     "tests_added": False,  # off in 21 of 22
-    "remark_kind_changed": False,  # off in 21 of 22
+    "remark_kind_changed": True,  # on in 22 of 22
     "tests_cover_subject": True,
 }
 
