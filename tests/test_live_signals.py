@@ -72,37 +72,43 @@ def _root(bot, number, key):
     return bot.ledger.thread_root(pr["id"], key)["id"]
 
 
+async def three_prs(bot) -> dict[str, int]:
+    """The scenario: three PRs of one repository, people acting on the bot's decisions;
+    returns the ids of rina's comments on PRs 8 and 9."""
+    fake = bot.fake
+    fake.add_installation(INSTALLATION, "octo")
+    fake.add_repo(REPO, INSTALLATION, files={".github/roundwise.yml": "require_tests: true\n"})
+    fake.set_permission(REPO, "wendy", "write")
+    for number in (7, 8, 9):
+        fake.add_pr(REPO, number, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
+                    BASE_FILES)
+        await _push(bot, number, sha(number, 1), ROUND1_FILES, "opened")
+
+    # PR 7
+    await _push(bot, 7, sha(7, 2), ROUND2_FILES, "synchronize")
+    await _thread(bot, 7, _root(bot, 7, "D1"), "unresolved", "rina")
+    await _push(bot, 7, sha(7, 3), {**ROUND2_FILES, "app/extra.py": "X = 1\n"}, "synchronize")
+    await _thread(bot, 7, _root(bot, 7, "D2"), "resolved", "rina")
+
+    # PR 8
+    c8 = await _comment(bot, 8, "rina", MEAN_LINE, "`mean` divides by `count`; guard it.")
+    await _reply(bot, 8, _root(bot, 8, "D2"), "sam", "The print is intended, a debug aid.")
+    await _push(bot, 8, sha(8, 2), MEAN_FIXED, "synchronize")
+    await _reply(bot, 8, c8["id"], "rina", "Still wrong: the zero case is not handled.")
+
+    # PR 9
+    c9 = await _comment(bot, 9, "rina", MEAN_LINE, "`mean` divides by `count`; guard it.")
+    await bot.comment("wendy", "/roundwise ignore D2", number=9)
+    await bot.idle()
+    await _push(bot, 9, sha(9, 2), MEAN_FIXED, "synchronize")
+    await _reply(bot, 9, c9["id"], "rina", "Looks good, thanks.")
+    await _thread(bot, 9, c9["id"], "resolved", "rina")
+    return {"c8": c8["id"], "c9": c9["id"]}
+
+
 async def test_three_prs_people_judge_the_bot(tmp_path, capsys):
     async with running_bot(tmp_path) as bot:
-        fake = bot.fake
-        fake.add_installation(INSTALLATION, "octo")
-        fake.add_repo(REPO, INSTALLATION, files={".github/roundwise.yml": "require_tests: true\n"})
-        fake.set_permission(REPO, "wendy", "write")
-        for number in (7, 8, 9):
-            fake.add_pr(REPO, number, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
-                        BASE_FILES)
-            await _push(bot, number, sha(number, 1), ROUND1_FILES, "opened")
-
-        # PR 7
-        await _push(bot, 7, sha(7, 2), ROUND2_FILES, "synchronize")
-        await _thread(bot, 7, _root(bot, 7, "D1"), "unresolved", "rina")
-        await _push(bot, 7, sha(7, 3), {**ROUND2_FILES, "app/extra.py": "X = 1\n"}, "synchronize")
-        await _thread(bot, 7, _root(bot, 7, "D2"), "resolved", "rina")
-
-        # PR 8
-        c8 = await _comment(bot, 8, "rina", MEAN_LINE, "`mean` divides by `count`; guard it.")
-        await _reply(bot, 8, _root(bot, 8, "D2"), "sam", "The print is intended, a debug aid.")
-        await _push(bot, 8, sha(8, 2), MEAN_FIXED, "synchronize")
-        await _reply(bot, 8, c8["id"], "rina", "Still wrong: the zero case is not handled.")
-
-        # PR 9
-        c9 = await _comment(bot, 9, "rina", MEAN_LINE, "`mean` divides by `count`; guard it.")
-        await bot.comment("wendy", "/roundwise ignore D2", number=9)
-        await bot.idle()
-        await _push(bot, 9, sha(9, 2), MEAN_FIXED, "synchronize")
-        await _reply(bot, 9, c9["id"], "rina", "Looks good, thanks.")
-        await _thread(bot, 9, c9["id"], "resolved", "rina")
-
+        await three_prs(bot)
         rows = [(r["number"], r["defect_key"], r["kind"], r["transition"], r["verdict"],
                  r["signal"], r["by"])
                 for r in bot.ledger.db.query(
