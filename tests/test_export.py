@@ -189,3 +189,49 @@ def test_git_dir_fills_diffs_files_and_commits(tmp_path, capsys):
     rebuilt = load_task(bare / "o__r-3.json")
     assert rebuilt.round(2).files == task.round(2).files
     assert rebuilt.round(1).diff == task.round(1).diff
+
+
+def test_label_agreement_compares_human_signals_with_the_tasks_labels(tmp_path, capsys):
+    from bench import label_agreement
+    from tracker.models import DecidedBy
+
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    with Ledger(run / "work" / "ledger.db") as led:
+        pr = led.pull_request("bench/t1", 1, author="sam")
+        led.begin_round(pr["id"], "1" * 40, "0" * 40)
+        d1 = led.add_defect(pr["id"], Finding("close `f`", path="a.py", line_start=2,
+                                              origin="human", author="rina"), 1)
+        led.attach_comment(d1.id, 500, author="rina", body="close `f`")
+        led.add_defect(pr["id"], Finding("unused import", path="a.py", line_start=1,
+                                         origin="human", author="rina"), 1)
+        led.finish_round(pr["id"], 1)
+        led.begin_round(pr["id"], "2" * 40, "0" * 40)
+        led.record_decision(pr["id"], 2, Decision("D1", State.RESOLVED, "anchor-modified", "x"))
+        led.record_decision(pr["id"], 2, Decision("D1", State.OPEN, "reviewer-disputes",
+                                                  "rina: still open",
+                                                  decided_by=DecidedBy.HUMAN))
+        led.finish_round(pr["id"], 2)
+    task = {"schema": "mcr-task/1", "task_id": "t1", "repo": "o/r", "pr": {"number": 1},
+            "rounds": [{"round": r, "head_sha": str(r) * 40, "diff": "", "files": {},
+                        "events": []} for r in (1, 2)],
+            "defects": [{"id": "C1", "path": "a.py", "line_start": 2, "raised_in_round": 1,
+                         "states": ["New", "Resolved"], "comment_ids": [11]},
+                        {"id": "C2", "path": "b.py", "line_start": 5, "raised_in_round": 2,
+                         "states": [None, "New"], "comment_ids": [12]}]}
+    (tmp_path / "t1.json").write_text(json.dumps(task))
+    (run / "results.jsonl").write_text(json.dumps(
+        {"task": "t1", "round": 2, "matches": [], "defects": [
+            {"key": "D1", "comment_ids": [11]}]}) + "\n")
+    out = label_agreement.agreement(run, [str(tmp_path / "t1.json")])
+    # C1: New at round 1 (rina raised it: agree), Resolved at round 2 where rina's dispute
+    # says Open (disagree). C2 got no signal. D2 has human labels but no task card.
+    assert out["by_task_state"]["New"] == {"states": 2, "human_signal": 1, "coverage": 0.5,
+                                           "agree": 1, "agreement": 1.0}
+    assert out["by_task_state"]["Resolved"] == {"states": 1, "human_signal": 1,
+                                                "coverage": 1.0, "agree": 0, "agreement": 0.0}
+    assert out["confusion"] == {"New->New": 1, "Resolved->Open": 1}
+    assert out["unmapped_labels"] == {"human": 1}  # D2 New; its carried Open has no signal
+    assert out["total"] == {"states": 3, "human_signal": 2, "agree": 1}
+    assert label_agreement.main(["--run", str(run), "--tasks", str(tmp_path / "t1.json")]) == 0
+    assert "Resolved->Open 1" in capsys.readouterr().out
