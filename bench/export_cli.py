@@ -1,4 +1,8 @@
-"""The ``roundwise bench export`` and ``roundwise bench build`` subcommands (see ``bench.export``)."""
+"""The ``roundwise bench export``, ``bench build`` and ``bench mine`` subcommands.
+
+See ``bench.export`` (a ledger's PRs as tasks) and ``bench.mine`` (any repository's PR history
+as tasks, through the GitHub API).
+"""
 
 from __future__ import annotations
 
@@ -34,6 +38,26 @@ def add_commands(bsub: argparse._SubParsersAction) -> None:
     build.add_argument("--tasks", required=True, help="folder of task files")
     build.add_argument("--git-dir", required=True, help="a local clone holding the shas")
     build.set_defaults(func=cmd_build)
+    mine = bsub.add_parser(
+        "mine", help="build tasks from any repository's PR history through the GitHub API",
+        description="Read each finished pull request (REST: commits, reviews, review comments; "
+                    "GraphQL: review threads) and write an mcr-task/1 file: rounds from the "
+                    "reviewed heads, defect cards from review threads, weak labels from thread "
+                    "resolution and replies. Resumable; PRs skipped are listed with the reason "
+                    "in OUT/mine-skipped.json. Authenticates with GITHUB_TOKEN (a personal "
+                    "access token), or as the App's installation with --installation.",
+    )
+    mine.add_argument("--repo", required=True, help="owner/name")
+    which = mine.add_mutually_exclusive_group()
+    which.add_argument("--prs", help="a PR number or an inclusive range, e.g. 100-200")
+    which.add_argument("--since", help="every PR created on or after this date (YYYY-MM-DD)")
+    mine.add_argument("--out", required=True, help="folder for the task files")
+    mine.add_argument("--installation", type=int,
+                      help="read as this App installation (GITHUB_APP_ID and the App's key "
+                           "from the environment) instead of GITHUB_TOKEN")
+    mine.add_argument("--page-size", type=int, default=100, help="items per API page")
+    mine.add_argument("--quiet", action="store_true", help="no progress bar")
+    mine.set_defaults(func=cmd_mine)
 
 
 def cmd_export(args) -> int:
@@ -56,4 +80,46 @@ def cmd_build(args) -> int:
 
     paths = build_tasks(args.tasks, args.git_dir)
     print(f"{len(paths)} task(s) filled from {args.git_dir}")
+    return 0
+
+
+def cmd_mine(args) -> int:
+    import asyncio
+
+    return asyncio.run(_mine(args))
+
+
+async def _mine(args) -> int:
+    import aiohttp
+
+    from bot.github.client import GitHubApp
+
+    from .mine import Miner, TokenApp, parse_prs
+
+    api_url = os.environ.get("GITHUB_API_URL") or "https://api.github.com"
+    async with aiohttp.ClientSession() as session:
+        if args.installation is not None:
+            key = os.environ.get("GITHUB_PRIVATE_KEY")
+            if not key and os.environ.get("GITHUB_PRIVATE_KEY_PATH"):
+                with open(os.environ["GITHUB_PRIVATE_KEY_PATH"]) as fh:
+                    key = fh.read()
+            if not os.environ.get("GITHUB_APP_ID") or not key:
+                print("--installation needs GITHUB_APP_ID and GITHUB_PRIVATE_KEY(_PATH)")
+                return 2
+            app = GitHubApp(session, os.environ["GITHUB_APP_ID"], key, api_url)
+            client = app.repo(args.installation, args.repo)
+        else:
+            token = os.environ.get("GITHUB_TOKEN")
+            if not token:
+                print("set GITHUB_TOKEN (a token that can read the repository), or use "
+                      "--installation")
+                return 2
+            client = TokenApp(session, token, api_url).repo(0, args.repo)
+        miner = Miner(client, args.out, page_size=args.page_size, progress=not args.quiet)
+        numbers = await miner.numbers(parse_prs(args.prs) if args.prs else None, args.since)
+        result = await miner.run(numbers)
+    print(f"{len(result['written'])} task(s) written to {args.out}, "
+          f"{len(result['resumed'])} already done")
+    for number, reason in sorted(result["skipped"].items(), key=lambda kv: int(kv[0])):
+        print(f"skipped #{number}: {reason}")
     return 0
