@@ -14,6 +14,7 @@ import subprocess
 
 from bench import payloads
 from bench.judge import OfflineJudge
+from bench.report import compare
 from bench.scoring import score
 from bench.tasks import load_task, parse_task
 from roundwise.cli import main
@@ -122,6 +123,10 @@ def test_states_without_a_human_signal_are_not_scored():
     assert (weak["tracking"]["n"], weak["tracking"]["state_accuracy"]) == (1, 1.0)
     assert weak["human_signal"]["labelled_states"] == 2
     assert weak["state_n"] == plain["state_n"] - 1
+    # bench compare shows agreement with people beside the usual figures.
+    rows = {line.split("  ")[0]: line.split() for line in compare(plain, weak).splitlines()}
+    assert rows["agreement with people: tracking"][-3:] == ["-", "1.000", "-"]
+    assert rows["human-signal states"][-3:] == ["-", "2", "-"]
 
 
 def _git(cwd, *args):
@@ -235,3 +240,25 @@ def test_label_agreement_compares_human_signals_with_the_tasks_labels(tmp_path, 
     assert out["total"] == {"states": 3, "human_signal": 2, "agree": 1}
     assert label_agreement.main(["--run", str(run), "--tasks", str(tmp_path / "t1.json")]) == 0
     assert "Resolved->Open 1" in capsys.readouterr().out
+
+
+async def test_replay_acts_out_exported_thread_resolutions(tmp_path):
+    from bench.replay import Harness, bench_repo, replay_task
+
+    from .conftest import EXAMPLES
+
+    task = load_task(EXAMPLES / "example-python-profile-cache.json")
+    # As an exported task would carry it: rina resolves her "add tests" thread (event 2)
+    # right after round 1, before any test exists.
+    task.rounds[0].events.append({"kind": "thread_resolved", "comment_id": 2,
+                                  "author": "rina", "defect": "D3"})
+    async with Harness(tmp_path / "ledger.db") as h:
+        records = await replay_task(h, task)
+        pr = h.ledger.find_pull_request(bench_repo(task), task.pr["number"])
+        [key] = [d["key"] for d in records[1]["defects"] if d["comment_ids"] == [2]]
+        last = h.ledger.history(pr["id"], key)
+    # Without the event it is Open in round 2 (anchor-untouched); people resolved it.
+    assert [d["state"] for d in records[1]["defects"] if d["key"] == key] == ["Resolved"]
+    assert [(x["round"], x["state"], x["rule"], x["decided_by"]) for x in last][:2] == \
+        [(1, "New", "raised-by-review-comment", "human"),
+         (1, "Resolved", "thread_resolved", "human")]
