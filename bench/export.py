@@ -31,7 +31,7 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import carry_forward, parse_state
 from tracker.verdicts import classify
 
-__all__ = ["export_tasks", "export_pr", "fill_from_git", "build_tasks", "task_id_for"]
+__all__ = ["build_tasks", "export_pr", "export_tasks", "fill_from_git", "task_id_for"]
 
 HUMAN = "human-signal"
 

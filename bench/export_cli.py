@@ -86,10 +86,14 @@ def cmd_build(args) -> int:
 def cmd_mine(args) -> int:
     import asyncio
 
-    return asyncio.run(_mine(args))
+    key = os.environ.get("GITHUB_PRIVATE_KEY")
+    if not key and os.environ.get("GITHUB_PRIVATE_KEY_PATH"):
+        with open(os.environ["GITHUB_PRIVATE_KEY_PATH"]) as fh:
+            key = fh.read()
+    return asyncio.run(_mine(args, key))
 
 
-async def _mine(args) -> int:
+async def _mine(args, key: str | None) -> int:
     import aiohttp
 
     from bot.github.client import GitHubApp
@@ -99,10 +103,6 @@ async def _mine(args) -> int:
     api_url = os.environ.get("GITHUB_API_URL") or "https://api.github.com"
     async with aiohttp.ClientSession() as session:
         if args.installation is not None:
-            key = os.environ.get("GITHUB_PRIVATE_KEY")
-            if not key and os.environ.get("GITHUB_PRIVATE_KEY_PATH"):
-                with open(os.environ["GITHUB_PRIVATE_KEY_PATH"]) as fh:
-                    key = fh.read()
             if not os.environ.get("GITHUB_APP_ID") or not key:
                 print("--installation needs GITHUB_APP_ID and GITHUB_PRIVATE_KEY(_PATH)")
                 return 2

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 from .ledger import Ledger, now
 
-__all__ = ["Verdict", "classify", "refresh", "summarise", "DISAGREE"]
+__all__ = ["DISAGREE", "Verdict", "classify", "refresh", "summarise"]
 
 BOT_DECIDERS = {"rule", "llm"}
 OPENISH = {"Open", "Reopened"}
