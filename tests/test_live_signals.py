@@ -181,3 +181,57 @@ def test_disagreeing_replies():
     assert DISAGREE.search("won't fix")
     assert not DISAGREE.search("Fixed in the last push, thanks")
     assert not DISAGREE.search("Good catch, will change it")
+
+
+def test_same_millisecond_events_keep_their_causal_order(tmp_path):
+    """Bot decision, a person's thread action and the decision it causes, all stamped alike."""
+    from tracker.intake import take_thread
+    from tracker.ledger import Ledger
+    from tracker.lifecycle import State
+    from tracker.models import Decision, Finding
+    from tracker.verdicts import classify
+
+    with Ledger(tmp_path / "l.db") as led:
+        pr = led.pull_request("o/r", 1, author="sam")["id"]
+        led.begin_round(pr, "1" * 40)
+        for key_line in (2, 9):
+            d = led.add_defect(pr, Finding("close `f`", path="a.py", line_start=key_line,
+                                           origin="human", author="rina"), 1)
+            led.attach_comment(d.id, 100 + key_line, author="rina")
+        led.finish_round(pr, 1)
+        led.begin_round(pr, "2" * 40)
+        for key in ("D1", "D2"):
+            led.record_decision(pr, 2, Decision(key, State.RESOLVED, "anchor-modified", "x"))
+        led.finish_round(pr, 2)
+        take_thread(led, pr, resolved=True, by="rina", comment_ids=[102])  # D1: confirms
+        take_thread(led, pr, resolved=False, by="rina", comment_ids=[109])  # D2: contradicts
+        for table in ("state_history", "signals"):
+            led.db.execute(f"update {table} set at = '2026-01-01T00:00:00.000+00:00'")
+        assert led.defect(pr, "D2").state is State.OPEN
+        got = {(v.defect_key, v.transition, v.verdict, v.signal) for v in classify(led, pr)}
+    assert got == {("D1", "New→Resolved", "confirmed", "thread_resolved"),
+                   ("D2", "New→Resolved", "contradicted", "thread_unresolved")}
+
+
+def test_a_resolve_command_is_a_persons_action(tmp_path):
+    from tracker.ledger import Ledger
+    from tracker.lifecycle import State
+    from tracker.models import DecidedBy, Decision, Finding
+    from tracker.verdicts import classify
+
+    with Ledger(tmp_path / "l.db") as led:
+        pr = led.pull_request("o/r", 1, author="sam")["id"]
+        for n in (1, 2, 3):
+            led.begin_round(pr, str(n) * 40)
+            if n == 1:
+                led.add_defect(pr, Finding("leftover print", path="a.py", line_start=3), 1)
+            else:
+                led.record_decision(pr, n, Decision("D1", State.OPEN, "anchor-untouched", "x"))
+            led.finish_round(pr, n)
+        led.record_decision(pr, 3, Decision("D1", State.RESOLVED, "command_resolve",
+                                            "wendy ran /roundwise resolve",
+                                            decided_by=DecidedBy.HUMAN))
+        got = {(v.kind, v.transition, v.verdict, v.signal, v.by) for v in classify(led, pr)}
+    # Open in rounds 2 and 3, then resolved by a person with no change: both verdicts.
+    assert got == {("finding", "raised", "dismissed", "command_resolve", "wendy"),
+                   ("state", "Open→Open", "contradicted", "command_resolve", "wendy")}

@@ -30,7 +30,9 @@ __all__ = ["DISAGREE", "Verdict", "classify", "refresh", "summarise"]
 
 BOT_DECIDERS = {"rule", "llm"}
 OPENISH = {"Open", "Reopened"}
-CARRIED = {"stays-resolved"}  # the bot carrying a state forward, not judging it anew
+CARRIED = {"stays-resolved"}
+# Decisions a person's signal causes at once (tracker.intake), stored right after it.
+CAUSED = {"thread_resolved", "thread_unresolved", "reviewer-disputes", "command_resolve"}  # the bot carrying a state forward, not judging it anew
 # A reply saying the finding is wrong or not worth fixing.
 DISAGREE = re.compile(
     r"\b(not a (?:real )?(?:bug|problem|issue)|false positive|won'?t fix|wontfix|disagree|"
@@ -58,23 +60,50 @@ class Verdict:
     decided_at: str
 
 
-def _events(ledger: Ledger, defect_id: int, bot_logins: set[str]) -> list[tuple[str, int, dict]]:
+def _events(ledger: Ledger, defect_id: int, bot_logins: set[str]) -> list[dict]:
     """The defect's decisions, signals and people's replies, oldest first.
 
-    A person's action is stored before the decision it causes, often in the same millisecond:
-    on equal times signals and replies come first.
+    Each kind keeps its own stored order (row ids); the three are merged by time. Times are
+    milliseconds, so ties happen: a person's action is stored just before the decision it
+    causes (``CAUSED``), in the same job, and no other decision is caused by an action of the
+    same millisecond. On equal times: other decisions, then signals, then replies, then the
+    decisions people's actions caused.
     """
-    events = []
-    for row in ledger.db["state_history"].rows_where("defect_id = ?", [defect_id]):
-        events.append((row["at"] or "", 2, {"type": "decision", **row}))
-    for row in ledger.db["signals"].rows_where("defect_id = ?", [defect_id]):
-        if row["author"] not in bot_logins:
-            events.append((row["at"] or "", 0, {"type": "signal", **row}))
-    for row in ledger.db["defect_comments"].rows_where("defect_id = ?", [defect_id]):
-        if row["in_reply_to"] and not row["posted_by_bot"] and row["author"] not in bot_logins:
-            events.append((row["created_at"] or "", 1, {"type": "reply", **row}))
-    events.sort(key=lambda e: (e[0], e[1], e[2].get("id") or 0))
-    return events
+    streams = [
+        [{"type": "decision", "_at": r["at"] or "", **r}
+         for r in ledger.db["state_history"].rows_where("defect_id = ?", [defect_id],
+                                                       order_by="id")],
+        [{"type": "signal", "_at": r["at"] or "", **r}
+         for r in ledger.db["signals"].rows_where("defect_id = ?", [defect_id], order_by="id")
+         if r["author"] not in bot_logins],
+        [{"type": "reply", "_at": r["created_at"] or "", **r}
+         for r in ledger.db["defect_comments"].rows_where("defect_id = ?", [defect_id],
+                                                         order_by="id")
+         if r["in_reply_to"] and not r["posted_by_bot"] and r["author"] not in bot_logins],
+    ]
+    # ``/roundwise resolve`` is stored as a decision only: it is also a person's action.
+    streams[1] += [{"type": "signal", "_at": d["_at"], "kind": "command_resolve",
+                    "author": (d["evidence"] or "").split(" ran ")[0] or None,
+                    "round": d["round"], "id": 0}
+                   for d in streams[0] if d["rule"] == "command_resolve"]
+    streams[1].sort(key=lambda e: e["_at"])
+
+    def rank(event: dict) -> tuple[str, int]:
+        if event["type"] == "decision":
+            return event["_at"], 3 if event["rule"] in CAUSED else 0
+        return event["_at"], 1 if event["type"] == "signal" else 2
+
+    out = []
+    heads = [0, 0, 0]
+    while True:
+        ready = [(rank(stream[i]), n) for n, (stream, i) in enumerate(zip(streams, heads,
+                                                                          strict=True))
+                 if i < len(stream)]
+        if not ready:
+            return out
+        _, n = min(ready)
+        out.append(streams[n][heads[n]])
+        heads[n] += 1
 
 
 def classify(ledger: Ledger, pr_id: int, bot_logins: set[str] = frozenset()) -> list[Verdict]:
@@ -112,7 +141,7 @@ def _defect_verdicts(ledger: Ledger, defect, bot_logins: set[str]) -> list[Verdi
                                 f"{owner_from}→{owner['state']}", owner["rule"], verdict, signal,
                                 round_, by, evidence, owner["at"]))
 
-    for _, _, ev in _events(ledger, defect.id, bot_logins):
+    for ev in _events(ledger, defect.id, bot_logins):
         if ev["type"] == "decision":
             last_round = max(last_round, ev["round"])
             if raise_row is None:

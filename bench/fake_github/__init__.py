@@ -20,7 +20,7 @@ from .rest import RestApi
 from .state import ApiError, FakeState, RecordedRequest, basic_error
 
 __all__ = ["ApiError", "FakeGitHub", "GraphQLSyntaxError", "RecordedRequest", "basic_error",
-           "graphql", "parse_graphql", "rest", "state", "validate_graphql"]
+           "graphql", "history", "parse_graphql", "rest", "state", "validate_graphql"]
 
 
 class FakeGitHub(HistoryApi, RestApi, GraphQLApi, FakeState):
