@@ -90,6 +90,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     context.add_argument("--json", action="store_true", help="print the figures as JSON")
     context.set_defaults(func=cmd_context)
 
+    from .export_cli import add_commands as add_export
+
+    add_export(bsub)
+
 
 def _load(paths: list[str]):
     try:
@@ -273,6 +277,12 @@ def headline(summary: dict) -> str:
         if carried:
             combined += f"; carried matched {carried['tp']}"
         lines += [combined, f"state accuracy on matched pairs {summary['state_accuracy']:.3f}"]
+    if "human_signal" in summary:
+        h = summary["human_signal"]
+        lines.append(f"agreement with people (weak labels) state {h['state_agreement']:.3f} "
+                     f"(n {h['state_n']}), tracking {h['tracking']['state_accuracy']:.3f} "
+                     f"(live pairs {h['tracking']['n']}); {h['labelled_states']} labelled "
+                     "states, the rest not scored")
     if "aacr" in summary:
         a = summary["aacr"]
         lines.append(f"aacr       line f1 {a['line']['f1']:.3f}  semantic f1 "

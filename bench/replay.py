@@ -5,7 +5,8 @@ key, a random webhook secret, a fresh ledger file). ``replay_task`` then plays o
 each round it pushes the round's head to the fake, sends a signed ``pull_request`` webhook
 (``opened``, then ``synchronize``), waits until the bot's jobs for the PR are done and reads
 what the ledger says; then it delivers the round's human events as the webhooks GitHub would
-send (review comments, replies, reviews, PR comments), so the bot knows them in the next round.
+send (review comments, replies, reviews, PR comments, and the thread resolutions exported tasks
+carry), so the bot knows them in the next round.
 
 The bench reads the ledger file only to observe; everything it asks of the bot goes through
 ``POST /webhook``.
@@ -206,6 +207,16 @@ async def deliver_event(h: Harness, repo: str, number: int, event: dict,
         review = h.fake.add_review(repo, number, user, state, body)
         ids[event["id"]] = review["id"]
         await h.deliver("pull_request_review", payloads.review(h.fake, repo, number, review))
+    elif kind in ("thread_resolved", "thread_unresolved") and ids.get(event.get("comment_id")):
+        # Exported tasks (``bench.export``) carry people's thread actions: act them out too.
+        try:
+            root = ids[event["comment_id"]]
+            thread = h.fake.resolve_thread(repo, number, root, user) \
+                if kind == "thread_resolved" else h.fake.unresolve_thread(repo, number, root)
+        except KeyError:  # the thread's comment became a PR comment: no thread to act on
+            return
+        await h.deliver("pull_request_review_thread", payloads.review_thread(
+            h.fake, repo, number, thread, kind.removeprefix("thread_"), sender=user))
 
 
 def collect(ledger: Ledger, task: Task, repo: str, number: int, t: int, ids: dict[int, int],

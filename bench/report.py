@@ -424,6 +424,11 @@ def _compare_rows(a: dict, b: dict) -> list[tuple[str, str, int | None]]:
     rows = list(HEADLINES)
     languages = sorted(set(a.get("per_language") or {}) | set(b.get("per_language") or {}))
     rows += [(f"F1 {lang}", f"per_language.{lang}.f1", None) for lang in languages]
+    if a.get("human_signal") or b.get("human_signal"):  # exported or mined tasks
+        rows += [("agreement with people: states", "human_signal.state_agreement", None),
+                 ("agreement with people: tracking", "human_signal.tracking.state_accuracy",
+                  None),
+                 ("human-signal states", "human_signal.labelled_states", 0)]
     if a.get("aacr") or b.get("aacr"):
         rows += [("AACR line F1", "aacr.line.f1", None),
                  ("AACR semantic F1", "aacr.semantic.f1", None)]

@@ -274,9 +274,37 @@ def _detection(rounds: list[RoundScore]) -> dict:
                sum(len(r.due) for r in rounds))
 
 
+def labelled(card: dict, t: int) -> bool:
+    """Whether a card's state at round ``t`` is scored: always, unless the card says where its
+    labels come from (``label_sources``, exported and mined tasks) and round ``t``'s is not a
+    human signal: such states are left out, not guessed."""
+    sources = card.get("label_sources")
+    if sources is None:
+        return True
+    return 0 < t <= len(sources) and sources[t - 1] == "human-signal"
+
+
 def _state_pairs(rounds: list[RoundScore]) -> list[tuple[str, str]]:
     return [(rs.due[ci]["states"][rs.round - 1], str(rs.findings[fi].get("state")))
-            for rs in rounds for fi, ci, _ in rs.matches]
+            for rs in rounds for fi, ci, _ in rs.matches if labelled(rs.due[ci], rs.round)]
+
+
+def _human_signal(rounds: list[RoundScore], tasks: list) -> dict | None:
+    """Agreement with people on tasks whose labels are people's signals (``label_sources``)."""
+    weak = {t.task_id for t in tasks if any("label_sources" in c for c in t.defects)}
+    if not weak:
+        return None
+    mine = [rs for rs in rounds if rs.task.task_id in weak]
+    states = _state_pairs(mine)
+    cards = [c for t in tasks if t.task_id in weak for c in t.defects]
+    return {
+        "tasks": len(weak),
+        "labelled_states": sum(s == "human-signal" for c in cards
+                               for s in c.get("label_sources") or []),
+        "state_agreement": accuracy(states), "state_n": len(states),
+        "tracking": tracking_scores(tracking_pairs(mine)),
+        "note": "weak labels: states implied by people's actions; the others are not scored",
+    }
 
 
 def _hit_rates(rounds: list[RoundScore], field_name: str) -> dict:
@@ -344,6 +372,8 @@ def _track_pair(task: Task, card: dict, t: int, rs: RoundScore,
                 earlier: list[tuple[int, str]]) -> TrackPair | None:
     states = card.get("states") or []
     if t < 2 or t > len(states) or states[t - 2] is None or states[t - 1] is None:
+        return None
+    if not labelled(card, t):
         return None
     ids = set(card.get("comment_ids") or [])
     if not ids and not earlier:
@@ -470,6 +500,9 @@ async def ascore(tasks: list, records: list[dict], judge: Judge, tolerance: int 
         "records": [rs.details() for rs in rounds],
     }
     summary.update(split_detection(mcr))
+    human = _human_signal(mcr, list(index.values()))
+    if human is not None:
+        summary["human_signal"] = human
     if aacr:
         summary["aacr"] = _aacr(aacr)
     return summary

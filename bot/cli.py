@@ -26,6 +26,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     add_local(sub)
 
+    from .stats import add_command as add_stats
+
+    add_stats(sub)
+
 
 def cmd_serve(args) -> int:
     from .app import serve

@@ -36,6 +36,9 @@ SETTINGS: dict[str, tuple[str, str]] = {
                             "roundwise[bot]"),
     "ROUNDWISE_REVIEW_DRAFTS": ("review draft PRs unless a repo's settings say otherwise",
                                 "false"),
+    # not the server's: `roundwise bench mine` reads repositories the App is not installed on
+    "GITHUB_TOKEN": ("`roundwise bench mine` only: a token that can read the mined repository",
+                     "unset"),
 }
 
 

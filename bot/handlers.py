@@ -15,7 +15,7 @@ from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision
 
-from . import render
+from . import live, render
 from .commands import NEEDS_WRITE, parse_command
 from .forge import ForgeError
 from .github.payloads import code_from_hunk, comment_from_payload
@@ -46,6 +46,7 @@ class Handlers:
                 raise RetryLater(str(exc)) from exc
             raise
         log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
+        live.after_job(self.ledger, job.repo, job.number, self.bot_logins)
         if job.delivery_id and self.ledger.delivery(job.delivery_id):  # not for derived jobs
             self.ledger.mark_processed(job.delivery_id, str(outcome or "ok")[:200])
 

@@ -180,3 +180,31 @@ def m005_anchor_commit(db: Database) -> None:
     # The commit a defect's anchor refers to: a person may comment on a head the bot has not
     # reviewed yet, and the next round must map that anchor from where it really stands.
     db["defects"].add_column("anchor_sha", str)
+
+
+@migrations()
+def m006_live_signals(db: Database) -> None:
+    # Live quality signals (tracker/verdicts.py): what people did after each of the bot's
+    # decisions, as weak verdicts on it. Rewritten per PR; never read by the decision rules.
+    db["verdicts"].create(
+        {
+            "id": int,
+            "pr_id": int,
+            "defect_id": int,
+            "defect_key": str,
+            "round": int,  # the round of the judged decision
+            "kind": str,  # finding or state
+            "transition": str,  # "raised", or "Open→Resolved"...
+            "rule": str,
+            "verdict": str,  # accepted, dismissed, confirmed, contradicted
+            "signal": str,  # what people did
+            "signal_round": int,
+            "by": str,
+            "evidence": str,
+            "decided_at": str,
+            "at": str,
+        },
+        pk="id",
+        foreign_keys=[("pr_id", "pull_requests", "id"), ("defect_id", "defects", "id")],
+    )
+    db["verdicts"].create_index(["pr_id"])

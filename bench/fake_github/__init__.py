@@ -15,14 +15,15 @@ and ``graphql`` (the GraphQL subset); ``FakeGitHub`` joins them.
 from __future__ import annotations
 
 from .graphql import GraphQLApi, GraphQLSyntaxError, parse_graphql, validate_graphql
+from .history import HistoryApi
 from .rest import RestApi
 from .state import ApiError, FakeState, RecordedRequest, basic_error
 
 __all__ = ["ApiError", "FakeGitHub", "GraphQLSyntaxError", "RecordedRequest", "basic_error",
-           "graphql", "parse_graphql", "rest", "state", "validate_graphql"]
+           "graphql", "history", "parse_graphql", "rest", "state", "validate_graphql"]
 
 
-class FakeGitHub(RestApi, GraphQLApi, FakeState):
+class FakeGitHub(HistoryApi, RestApi, GraphQLApi, FakeState):
     """In-memory GitHub serving the REST and GraphQL calls the bot makes, over real HTTP.
 
     ``app_id`` and the App's RSA public key PEM verify App JWTs. ``token_ttl`` sets how long
