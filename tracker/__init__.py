@@ -22,4 +22,5 @@ __all__ = [
            "scope",
            "serial",
            "subject",
+           "verdicts",
 ]
