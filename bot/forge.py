@@ -184,3 +184,14 @@ class Forge(ForgeReader):
     @abstractmethod
     async def permission(self, user: str) -> str:
         """``admin``, ``maintain``, ``write``, ``read`` or ``none``."""
+
+    # Check runs (the merge gate, ``bot.checks``). A forge without them keeps these defaults:
+    # creating answers None and the round goes on without a check.
+
+    async def create_check_run(self, head_sha: str, fields: dict) -> int | None:
+        """Create a check run on commit ``head_sha``; its id. ``fields`` in GitHub's shape
+        (``name``, ``status``, ``conclusion``, ``output``...)."""
+        return None
+
+    async def update_check_run(self, check_run_id: int, fields: dict) -> None:
+        """Change a check run; ``output.annotations`` are added to those it has."""

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
+from tracker.models import SEVERITIES
 
+from .checks import blocking_keys
 from .localgit import LocalError, LocalGitForge
 from .review.engine import Engine, offline_engine
 from .review.llm_config import LLMConfig
@@ -155,6 +157,10 @@ def add_commands(sub) -> None:
                              "reviewer instead of failing")
     review.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     review.add_argument("--ledger", help="ledger file (default: <repo>/.git/roundwise/ledger.db)")
+    review.add_argument("--fail-on", metavar="SEVERITY", type=str.capitalize,
+                        choices=list(SEVERITIES),
+                        help="exit 1 while a New, Open or Reopened defect at or above SEVERITY "
+                             f"stands ({', '.join(SEVERITIES)}), to gate CI")
     review.set_defaults(func=cmd_review)
 
 
@@ -206,4 +212,9 @@ def cmd_review(args) -> int:
         print(f"roundwise: {exc}", file=sys.stderr)
         return 2
     print(render(report, args.format))
+    failing = blocking_keys(report["defects"], args.fail_on) if args.fail_on else []
+    if failing:
+        print(f"roundwise: {len(failing)} open defect(s) at or above {args.fail_on}: "
+              f"{', '.join(failing)} (--fail-on {args.fail_on})", file=sys.stderr)
+        return 1
     return 0

@@ -184,3 +184,19 @@ def test_settings_come_from_the_base_not_the_branch(tmp_path, capsys):
     report = review(tmp_path, capsys)
     paths = {d["path"] for d in report["defects"]}
     assert "calc.py" in paths and "gen/out.py" not in paths
+
+
+def test_fail_on_exits_1_while_a_severe_defect_stands(repo, capsys):
+    commit(repo, "def add(a, b):\n    breakpoint()\n    print(a)\n    return a + b\n", "debug")
+    args = ["review", "--repo", str(repo), "--base", "main", "--format", "json"]
+    assert main(args + ["--fail-on", "critical"]) == 0  # nothing that severe
+    capsys.readouterr()
+    assert main(args + ["--fail-on", "major"]) == 1  # the breakpoint is Major
+    err = capsys.readouterr().err
+    assert "1 open defect(s) at or above Major" in err
+    commit(repo, "def add(a, b):\n    print(a)\n    return a + b\n", "no breakpoint")
+    assert main(args + ["--fail-on", "Major"]) == 0  # resolved: only the Minor print stands
+    capsys.readouterr()
+    assert main(args + ["--fail-on", "Minor"]) == 1
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(args + ["--fail-on", "severe"])

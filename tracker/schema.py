@@ -180,3 +180,11 @@ def m005_anchor_commit(db: Database) -> None:
     # The commit a defect's anchor refers to: a person may comment on a head the bot has not
     # reviewed yet, and the next round must map that anchor from where it really stands.
     db["defects"].add_column("anchor_sha", str)
+
+
+@migrations()
+def m006_check_runs(db: Database) -> None:
+    # The check run each round posted on its head (the merge gate), and the title and
+    # conclusion it shows now: a person resolving a defect between pushes updates it in place.
+    db["rounds"].add_column("check_run_id", int)
+    db["rounds"].add_column("check_shown", str)

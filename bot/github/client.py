@@ -329,6 +329,12 @@ class RepoClient:
         return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),
                                 data={"body": body})
 
+    async def create_check_run(self, data: dict) -> dict:
+        return await self._call("POST", self._url("/check-runs"), data=data)
+
+    async def update_check_run(self, check_run_id: int, data: dict) -> dict:
+        return await self._call("PATCH", self._url(f"/check-runs/{int(check_run_id)}"), data=data)
+
     async def permission(self, user: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""
         try:

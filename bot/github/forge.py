@@ -75,6 +75,12 @@ class GitHubForge(Forge):
     async def permission(self, user: str) -> str:
         return await self.client.permission(user)
 
+    async def create_check_run(self, head_sha: str, fields: dict) -> int | None:
+        return int((await self.client.create_check_run({**fields, "head_sha": head_sha}))["id"])
+
+    async def update_check_run(self, check_run_id: int, fields: dict) -> None:
+        await self.client.update_check_run(check_run_id, fields)
+
 
 def _comment(data: dict) -> Comment:
     return Comment(int(data["id"]), (data.get("user") or {}).get("login"), data.get("body") or "")

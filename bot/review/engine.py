@@ -39,6 +39,8 @@ class Settings:
     min_severity: str = "Minor"
     static_checks: bool = True
     require_tests: bool = False  # track "code changed, no test changed" as a defect
+    fail_on: str | None = None  # the check run fails while a defect this severe stands
+    review_event: str = "comment"  # or "request_changes" while blocking defects stand
 
 
 @dataclass
