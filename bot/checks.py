@@ -245,6 +245,37 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
     return result
 
 
+VERDICT_MARKER = "<!-- roundwise:verdict -->"
+
+
+async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
+                  fail_on: str | None, bot_logins: set[str]) -> str | None:
+    """``review_event: request_changes``: request changes while blocking defects (at or above
+    ``fail_on``, else Major) stand; once none does, dismiss the bot's reviews that did. Never
+    approves. What it did: ``requested``, ``dismissed`` or None."""
+    gate = blocking(store.defects(pr["id"]), fail_on or "Major")
+    try:
+        mine = [r for r in await forge.reviews(pr["number"]) if r.author in bot_logins]
+        requesting = [r for r in mine if r.state == "CHANGES_REQUESTED"]
+        if gate:
+            if requesting and mine[-1].state == "CHANGES_REQUESTED" and \
+                    f"r{number}:" in mine[-1].body:
+                return None  # posted before a crash
+            keys = ", ".join(f"{d.key} ({d.severity})" for d in gate[:20])
+            more = f" and {len(gate) - 20} more" if len(gate) > 20 else ""
+            await forge.request_changes(pr["number"], head, (
+                f"roundwise requests changes: {len(gate)} blocking defect(s) stand: {keys}{more}. "
+                f"See the summary comment.\n{VERDICT_MARKER}<!-- r{number}: -->"))
+            return "requested"
+        for review in requesting:
+            await forge.dismiss_review(pr["number"], review.id,
+                                       f"No blocking defect stands after round {number}.")
+        return "dismissed" if requesting else None
+    except ForgeError as exc:
+        log.warning("could not post the review verdict of round %d: %s", number, exc)
+        return None
+
+
 def _remember(store: Ledger, row: dict, shown_title: str, result: str,
               fail_on: str | None = None) -> None:
     store.db["rounds"].update(row["id"],

@@ -19,7 +19,8 @@ from typing import Any
 
 __all__ = [
     "Comment", "Forbidden", "Forge", "ForgeError", "ForgeReader", "InlineComment",
-    "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Thread", "Unauthorized",
+    "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Review", "Thread",
+    "Unauthorized",
     "Unavailable", "Unprocessable",
 ]
 
@@ -111,6 +112,17 @@ class Thread:
 
 
 @dataclass(frozen=True)
+class Review:
+    """A submitted review: who wrote it and its state (``COMMENTED``, ``CHANGES_REQUESTED``,
+    ``APPROVED``, ``DISMISSED``)."""
+
+    id: int
+    author: str | None
+    state: str
+    body: str = ""
+
+
+@dataclass(frozen=True)
 class InlineComment:
     """A comment to post on lines of the new (RIGHT) or old (LEFT) side of the diff."""
 
@@ -184,6 +196,18 @@ class Forge(ForgeReader):
     @abstractmethod
     async def permission(self, user: str) -> str:
         """``admin``, ``maintain``, ``write``, ``read`` or ``none``."""
+
+    # The merge gate (``bot.checks``): a host without these keeps the defaults and the round
+    # goes on without requesting changes.
+
+    async def reviews(self, number: int) -> list[Review]:
+        return []
+
+    async def request_changes(self, number: int, head_sha: str, body: str) -> None:
+        """Submit a review that requests changes, with ``body`` and no inline comments."""
+
+    async def dismiss_review(self, number: int, review_id: int, message: str) -> None:
+        """Dismiss one of the bot's reviews (that requested changes), saying why."""
 
     # Check runs (the merge gate, ``bot.checks``). A forge without them keeps these defaults:
     # creating answers None and the round goes on without a check.

@@ -217,3 +217,37 @@ async def test_thread_resolved_by_a_person_updates_the_check(tmp_path):
         await bot.idle()
         [run] = runs(bot, HEAD1)
         assert (run["conclusion"], run["output"]["title"]) == ("neutral", "1 open, 1 resolved")
+
+
+async def test_review_event_request_changes_then_dismissed_when_fixed(tmp_path):
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake, "fail_on: Major\nreview_event: request_changes\n")
+        await bot.pull_request("opened")
+        await bot.idle()
+        states = [r["state"] for r in bot.bot_reviews()]
+        assert states == ["COMMENTED", "CHANGES_REQUESTED"]
+        assert "D1 (Major)" in bot.bot_reviews()[-1]["body"]
+        await push(bot, HEAD2, ROUND2)  # the breakpoint is gone; the Minor print stays
+        states = [r["state"] for r in bot.bot_reviews()]
+        assert "CHANGES_REQUESTED" not in states and states.count("DISMISSED") == 1
+        assert "APPROVED" not in states
+
+
+async def test_without_review_event_the_bot_only_comments(tmp_path):
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake, "fail_on: Major\n")
+        await bot.pull_request("opened")
+        await bot.idle()
+        assert [r["state"] for r in bot.bot_reviews()] == ["COMMENTED"]
+
+
+def test_fail_on_and_review_event_settings_are_checked():
+    from bot.settings import SettingsError, parse_settings
+
+    assert parse_settings("fail_on: major\n").fail_on == "Major"
+    assert parse_settings("fail_on: none\n").fail_on is None
+    assert parse_settings("").fail_on is None and parse_settings("").review_event == "comment"
+    assert parse_settings("review_event: request_changes\n").review_event == "request_changes"
+    for bad in ("fail_on: severe\n", "review_event: approve\n"):
+        with pytest.raises(SettingsError):
+            parse_settings(bad)

@@ -1,5 +1,6 @@
-"""The fake GitHub's check-runs API, as a mixin: create, update, get and list check runs and
-their annotations, in the request and response shapes of GitHub's REST reference.
+"""The fake GitHub's merge-gate API, as a mixin: check runs (create, update, get, list, their
+annotations) and dismissing a review, in the request and response shapes of GitHub's REST
+reference.
 
 It exists so the bot's merge gate (``bot.checks``) is tested against the same rules GitHub
 applies, not against what the bot happens to send. Modelled (src:
@@ -19,6 +20,11 @@ https://docs.github.com/rest/checks/runs, the OpenAPI ``check-run`` schema):
 - Errors: unknown head SHA → 422 (ValidationError); other bad fields → 422 with the
   "Invalid request" message GitHub's schema validation gives (the exact wording is
   **unconfirmed**); a check run of another App → 404 (an App only sees its own for writing).
+
+``PUT /repos/{o}/{r}/pulls/{n}/reviews/{id}/dismissals`` (src:
+https://docs.github.com/rest/pulls/reviews#dismiss-a-review-for-a-pull-request): ``message``
+required, ``event`` optional (``DISMISS``); → 200 Review with ``state: DISMISSED``; 404 for an
+unknown review; 422 for a pending one.
 
 CheckRun fields returned: ``id``, ``node_id``, ``head_sha``, ``external_id``, ``url``,
 ``html_url``, ``details_url``, ``status``, ``conclusion``, ``started_at``, ``completed_at``,
@@ -53,6 +59,8 @@ CHECK_ROUTES = [
     ("GET", _REPO + r"/check-runs/(?P<check_run_id>\d+)", "get_check_run"),
     ("GET", _REPO + r"/check-runs/(?P<check_run_id>\d+)/annotations", "list_annotations"),
     ("GET", _REPO + r"/commits/(?P<ref>[^/]+)/check-runs", "list_check_runs"),
+    ("PUT", _REPO + r"/pulls/(?P<number>\d+)/reviews/(?P<review_id>\d+)/dismissals",
+     "dismiss_review"),
 ]
 
 
@@ -233,6 +241,23 @@ class ChecksApi:
         runs = [self._check_run_json(r) for r in self._check_runs.values()
                 if r.repo.lower() == call.repo.full_name.lower() and r.head_sha == sha]
         return self._json({"total_count": len(runs), "check_runs": runs})
+
+
+    async def _h_dismiss_review(self, call) -> web.Response:
+        review = next((r for r in call.pr.reviews if r.id == int(call.params["review_id"])), None)
+        if review is None:
+            raise _not_found()
+        body = call.body if isinstance(call.body, dict) else {}
+        if not isinstance(body.get("message"), str) or not body["message"]:
+            raise _validation_failed("PullRequestReview", "message", "missing_field")
+        if body.get("event", "DISMISS") != "DISMISS":
+            raise _invalid(f"For 'properties/event', {json.dumps(body['event'])} is not a "
+                           "member of enum.")
+        if review.state == "PENDING":
+            raise ApiError(422, {"message": "Can not dismiss a pending review",
+                                 "documentation_url": f"{DOCS}/pulls/reviews", "status": "422"})
+        review.state = "DISMISSED"
+        return self._json(self._review_json(call.repo, call.pr, review))
 
 
 def _check_annotation(note: Any) -> None:

@@ -254,6 +254,8 @@ class RepoClient:
                 return await api.post(url, **kwargs)
             if method == "PATCH":
                 return await api.patch(url, **kwargs)
+            if method == "PUT":
+                return await api.put(url, **kwargs)
             raise ValueError(method)
 
         return await self.app._with_retries(method, url, run,
@@ -328,6 +330,13 @@ class RepoClient:
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
         return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),
                                 data={"body": body})
+
+    async def reviews(self, number: int) -> list[dict]:
+        return await self._pages(self._url(f"/pulls/{number}/reviews?per_page=100"))
+
+    async def dismiss_review(self, number: int, review_id: int, message: str) -> dict:
+        return await self._call("PUT", self._url(f"/pulls/{number}/reviews/{review_id}/dismissals"),
+                                data={"message": message, "event": "DISMISS"})
 
     async def create_check_run(self, data: dict) -> dict:
         return await self._call("POST", self._url("/check-runs"), data=data)

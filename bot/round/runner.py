@@ -91,6 +91,9 @@ class RoundRunner:
                 raise
             await checks.complete(forge, self.ledger, pr, number, pull.head_sha,
                                   settings.fail_on)
+            if settings.review_event == "request_changes":
+                await checks.verdict(forge, self.ledger, pr, number, pull.head_sha,
+                                     settings.fail_on, self.bot_logins)
             metrics.ROUND_SECONDS.observe(self.clock() - started)
             return f"round {number} complete: {len(the_plan.new)} new"
 
