@@ -1,4 +1,4 @@
 """The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""
 
-__all__ = ["app", "cli", "commands", "config", "forge", "github", "handlers", "jobs", "local",
-           "localgit", "metrics", "render", "review", "round", "settings"]
+__all__ = ["app", "checks", "cli", "commands", "config", "forge", "github", "handlers", "jobs",
+           "local", "localgit", "metrics", "render", "review", "round", "settings", "summary"]

@@ -145,7 +145,8 @@ def annotations(defects: list[Defect]) -> list[dict]:
                     "end_line": d.line_end or d.line_start,
                     "annotation_level": _LEVEL.get(d.severity, "warning"),
                     "title": f"{d.key} · {d.severity} · {MCR_TYPES.get(d.type, d.type)}",
-                    "message": (d.description or d.key)[:4000]})
+                    # shown as plain text: Markdown's backticks would show as they are
+                    "message": (d.description or d.key).replace("`", "")[:4000]})
     return out
 
 

@@ -59,44 +59,9 @@ def state_reply(defect: Defect, decision: Decision, round_number: int) -> str:
             f"{marker('state', defect.key, round_number)}")
 
 
-def summary(rows: list[dict], round_number: int, head_sha: str, changes: list[str],
-            notes: list[str] = ()) -> str:
-    """The sticky summary comment: every defect, its state, and what changed this round.
-
-    ``rows`` are dicts with key, state, severity, type, location, raised, last_change, origin,
-    description, ignored.
-    """
-    counts: dict[str, int] = {}
-    for row in rows:
-        if not row.get("ignored"):
-            counts[row["state"]] = counts.get(row["state"], 0) + 1
-    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no defects"
-    lines = [
-        SUMMARY_MARKER,
-        f"### roundwise · round {round_number} · `{head_sha[:7]}`",
-        "",
-        f"{tally}.",
-        "",
-    ]
-    if changes:
-        lines += ["**This round**", ""] + [f"- {_clean(c, 300)}" for c in changes] + [""]
-    if rows:
-        lines += [
-            "| id | state | severity | type | where | raised | last change | by |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for row in rows:
-            state = row["state"] + (" (ignored)" if row.get("ignored") else "")
-            where = _clean(row["location"], 120).replace("|", "\\|")
-            lines.append(
-                f"| {row['key']} | {state} | {row['severity']} | {row['type']} | `{where}` | "
-                f"R{row['raised']} | R{row['last_change']} | {row['origin']} |"
-            )
-        lines.append("")
-    lines += list(notes)
-    lines.append("<sub>Commands: `/roundwise review`, `/roundwise status`, "
-                 "`/roundwise resolve D3`, `/roundwise ignore D3`, `/roundwise help`.</sub>")
-    return "\n".join(lines)
+# A blank line must come before it, or GitHub glues it to the paragraph above.
+COMMANDS = ("<sub>Commands: `/roundwise review`, `/roundwise status`, "
+            "`/roundwise resolve D3`, `/roundwise ignore D3`, `/roundwise help`.</sub>")
 
 
 HELP = """**roundwise commands** (in a comment on the pull request):
