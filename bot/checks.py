@@ -124,7 +124,7 @@ def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
         text += ["| id | severity | type | where | what |", "|---|---|---|---|---|"]
         for d in rows:
             text.append(f"| {d.key} | {d.severity} | {MCR_TYPES.get(d.type, d.type)} | "
-                        f"{_link(repo, head, d)} | {_cell(d.description)} |")
+                        f"{_link(repo, head, d)} | {_cell(d.text)} |")
     out = {"title": title(defects, fail_on), "summary": "\n".join(lines).strip()}
     body = "\n".join(text)
     if len(body) > MAX_TEXT:
@@ -146,7 +146,7 @@ def annotations(defects: list[Defect]) -> list[dict]:
                     "annotation_level": _LEVEL.get(d.severity, "warning"),
                     "title": f"{d.key} · {d.severity} · {MCR_TYPES.get(d.type, d.type)}",
                     # shown as plain text: Markdown's backticks would show as they are
-                    "message": (d.description or d.key).replace("`", "")[:4000]})
+                    "message": (d.text or d.key).replace("`", "")[:4000]})
     return out
 
 

@@ -13,6 +13,7 @@ subclass per case a round handles differently (``NotFound``, ``Unprocessable``..
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,7 +134,11 @@ class InlineComment:
     start_line: int | None = None
 
     def last_line_only(self) -> InlineComment:
-        return InlineComment(self.path, self.line, self.side, self.body)
+        """The comment on its last line alone; a suggestion for the whole range would replace
+        that one line, so it is dropped."""
+        body = re.sub(r"\n*Suggested fix \([^)]*\):\n\n(`{3,4})suggestion\n.*?^\1$\n*", "\n\n",
+                      self.body, flags=re.DOTALL | re.MULTILINE)
+        return InlineComment(self.path, self.line, self.side, body)
 
 
 # --------------------------------------------------------------------------- the port

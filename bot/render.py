@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tracker.models import MCR_TYPES, Decision, Defect, Finding
+from tracker.models import MCR_TYPES, Decision, Defect, Finding, suggestion_block
 
 SUMMARY_MARKER = "<!-- roundwise:summary -->"
 _MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
@@ -38,9 +38,13 @@ def _kind(type_id: str | None) -> str:
 def inline_comment(key: str, finding: Finding, round_number: int) -> str:
     """The body of a new defect's inline review comment."""
     source = f" · `{finding.rule}`" if finding.rule else ""
+    fix = ""
+    if finding.fix is not None and finding.side == "RIGHT":
+        what = "delete these lines" if not finding.fix.strip() else "commit this change"
+        fix = suggestion_block(f"Suggested fix ({what}):", finding.fix) + "\n\n"
     return (
         f"**{key}** · {finding.severity} · {_kind(finding.type)}{source}\n\n"
-        f"{_clean(finding.description)}\n\n"
+        f"{_clean(finding.description)}\n\n{fix}"
         f"<sub>roundwise tracks this as {key}; it will check your next push. Reply here if "
         f"you disagree.</sub>\n{marker('new', key, round_number)}"
     )

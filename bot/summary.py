@@ -321,9 +321,9 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
     decisions = {d.key: d for d in (plan.decisions if plan else [])}
     rows, changes = [], []
     for d in store.defects(pr_id):
-        row = Row(d.key, str(d.state), d.severity, d.type, d.description, d.path, d.line_start,
+        row = Row(d.key, str(d.state), d.severity, d.type, d.text, d.path, d.line_start,
                   d.line_end, d.origin.value, d.raised_round,
-                  _last_change(history.get(d.key, {})), d.ignored, getattr(d, "fix", None))
+                  _last_change(history.get(d.key, {})), d.ignored, d.fix)
         decision = decisions.get(d.key)
         if decision is not None:
             if str(decision.state) != row.state:
@@ -338,7 +338,7 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
         f = item.finding
         rows.append(Row(item.key, "New", f.severity, f.type, f.description, f.path,
                         f.line_start, f.line_end, f.origin.value, number, number, False,
-                        getattr(f, "fix", None)))
+                        f.fix if f.side == "RIGHT" else None))
     return rows, changes
 
 

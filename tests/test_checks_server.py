@@ -251,3 +251,21 @@ def test_fail_on_and_review_event_settings_are_checked():
     for bad in ("fail_on: severe\n", "review_event: approve\n"):
         with pytest.raises(SettingsError):
             parse_settings(bad)
+
+
+async def test_a_committed_suggestion_resolves_its_defect_and_clears_the_gate(tmp_path):
+    before = ("export function check(order, expectedTotal) {\n"
+              "  if (order.total == expectedTotal) {\n    return true;\n  }\n  return false;\n}\n")
+    after = before.replace("order.total == expectedTotal", "order.total === expectedTotal")
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake, "fail_on: Minor\n", head_files={"web/order.js": before})
+        await bot.pull_request("opened")
+        await bot.idle()
+        [comment] = bot.bot_comments("review")
+        assert "```suggestion\n  if (order.total === expectedTotal) {\n```" in comment["body"]
+        assert runs(bot, HEAD1)[0]["conclusion"] == "failure"
+        await push(bot, HEAD2, {"web/order.js": after})  # the author commits the suggestion
+        assert bot.states() == {"D1": "Resolved"}
+        pr_id = bot.ledger.find_pull_request(REPO, NUMBER)["id"]
+        assert bot.ledger.history(pr_id, "D1")[-1]["rule"] == "suggestion-applied"
+        assert runs(bot, HEAD2)[0]["conclusion"] == "success"

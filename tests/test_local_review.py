@@ -200,3 +200,20 @@ def test_fail_on_exits_1_while_a_severe_defect_stands(repo, capsys):
     assert main(args + ["--fail-on", "Minor"]) == 1
     with pytest.raises(SystemExit):
         build_parser().parse_args(args + ["--fail-on", "severe"])
+
+
+def test_fixes_are_printed_and_written_as_a_patch_that_applies(repo, capsys, tmp_path):
+    commit(repo, "def add(a, b):\n    total = a + b\n    print(total)\n    breakpoint()\n"
+                 "    return total\n", "debug")
+    patch = tmp_path / "fixes.patch"
+    code = main(["review", "--repo", str(repo), "--base", "main", "--format", "text",
+                 "--fix-patch", str(patch)])
+    out, err = capsys.readouterr()
+    assert code == 0 and "fix: delete the line(s)" in out
+    assert "wrote 2 fix(es)" in err
+    subprocess.run(["git", "-C", str(repo), "apply", str(patch)], check=True)
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    total = a + b\n    return total\n"
+    git(repo, "commit", "-qam", "apply the fixes")
+    second = review(repo, capsys)
+    assert {d["rule"]: d["state"] for d in second["defects"]} == {
+        "debug-print": "Resolved", "debugger-statement": "Resolved"}
