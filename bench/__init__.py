@@ -3,5 +3,5 @@
 __all__ = ["aacr", "bench_ledger", "bench_prompt_tokens", "bench_replay", "cli", "context",
            "conversation",
            "diffs", "examples", "fake_github", "judge", "load_webhooks", "metrics", "payloads",
-           "progress", "provenance", "replay", "report", "run", "scoring", "scripted_llm",
+           "posted", "progress", "provenance", "replay", "report", "run", "scoring", "scripted_llm",
            "stateless", "tasks", "tracking", "tune_tracking"]

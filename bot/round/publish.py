@@ -116,7 +116,7 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
         notes.append("GitHub would not take these as inline comments: "
                      + ", ".join(record.not_inline) + ".")
     for note in summary.notes_to_show(store, pr_id, number, plan.notes if plan else [], rows):
-        notes.append(f"> [!NOTE]\n> {note} (Set `require_tests: true` in "
+        notes.append(f"ℹ️ **Note:** {note} (Set `require_tests: true` in "
                      "`.github/roundwise.yml` to track this as a defect.)")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
