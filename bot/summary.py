@@ -74,6 +74,7 @@ class _Detail:
     evidence: int | None = None  # None: in full
     prompt_desc: int | None = 600
     changes: str = "full"  # full (with evidence) or keys (grouped by new state)
+    overview: bool = True
     links: bool = True
     prompt: bool = True
 
@@ -82,12 +83,14 @@ _LEVELS = [
     _Detail(),
     _Detail(history="keys"),
     _Detail(history="count", desc=100, evidence=400, prompt_desc=240),
-    _Detail(history="count", desc=60, evidence=160, prompt_desc=100),
-    _Detail(history="count", desc=60, changes="keys", prompt_desc=100),
-    _Detail(history="count", desc=40, changes="keys", prompt_desc=60),
-    _Detail(history="count", desc=40, changes="keys", prompt=False),
-    _Detail(history="count", desc=40, changes="keys", prompt_desc=60, links=False),
-    _Detail(history="count", desc=40, changes="keys", links=False, prompt=False),
+    _Detail(history="count", desc=60, evidence=160, prompt_desc=100, overview=False),
+    _Detail(history="count", desc=60, changes="keys", prompt_desc=100, overview=False),
+    _Detail(history="count", desc=40, changes="keys", prompt_desc=60, overview=False),
+    _Detail(history="count", desc=40, changes="keys", prompt=False, overview=False),
+    _Detail(history="count", desc=40, changes="keys", prompt_desc=60, links=False,
+            overview=False),
+    _Detail(history="count", desc=40, changes="keys", links=False, prompt=False,
+            overview=False),
 ]
 
 
@@ -291,7 +294,7 @@ def render(rows: list[Row], changes: list[Change], *, repo: str, number: int | N
     for d in _LEVELS:
         parts = [marker, f"### roundwise · round {round_number} · `{head[:7]}`", "",
                  verdict(rows), ""]
-        parts += list(overview)
+        parts += list(overview) if d.overview else []
         parts += _this_round(changes, new, d)
         parts += _open_table(rows, repo, head, d)
         parts += _history(rows, d)
@@ -353,3 +356,19 @@ def notes_to_show(store, pr_id: int, number: int, notes: list[str], rows: list[R
             earlier.update(json.loads(rnd["plan"]).get("notes") or [])
     covered_tests = any(r.open and r.type == "E.4" for r in rows)
     return [n for n in notes if n not in earlier and not covered_tests]
+
+
+def overview(store, pr_id: int, number: int, plan, rows: list[Row]) -> list[str]:
+    """The PR at a glance (first round) or what this push changed (later), from the round's
+    plan, or from the plan saved for the round when a command re-renders the summary."""
+    from .overview import FileStat, glance, this_push
+
+    if plan is None:
+        saved = store.plan(pr_id, number)
+        files, scope = (saved.get("files"), saved.get("scope")) if saved else (None, None)
+    else:
+        files, scope = plan.files, plan.scope
+    if files is None:
+        return []
+    stats = [FileStat(*f) for f in files]
+    return glance(stats, rows) if scope == "pr" else this_push(stats)

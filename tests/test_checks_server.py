@@ -269,3 +269,18 @@ async def test_a_committed_suggestion_resolves_its_defect_and_clears_the_gate(tm
         pr_id = bot.ledger.find_pull_request(REPO, NUMBER)["id"]
         assert bot.ledger.history(pr_id, "D1")[-1]["rule"] == "suggestion-applied"
         assert runs(bot, HEAD2)[0]["conclusion"] == "success"
+
+
+async def test_first_summary_opens_with_the_pr_at_a_glance_then_says_what_a_push_changed(
+        tmp_path):
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake)
+        await bot.pull_request("opened")
+        await bot.idle()
+        [summary] = bot.bot_comments()
+        assert "This pull request at a glance: 1 file, +" in summary["body"]
+        assert "| `app/` | `core.py` |" in summary["body"]
+        await push(bot, HEAD2, ROUND2)
+        [summary] = bot.bot_comments()
+        assert "at a glance" not in summary["body"]
+        assert "**This push** changed 1 file: `app/core.py` (+0 −1)." in summary["body"]

@@ -180,3 +180,39 @@ def test_a_note_is_shown_in_its_first_round_only_and_not_when_a_defect_says_it(t
         asks = [Row("D1", "Open", "Minor", "E.4", "Please add tests.", origin="human")]
         assert notes_to_show(ledger, pr, 2, [other], asks) == []  # a reviewer asked already
         assert notes_to_show(ledger, pr, 2, [other], []) == [other]
+
+
+DIFF = """diff --git a/app/core.py b/app/core.py
+--- a/app/core.py
++++ b/app/core.py
+@@ -1,2 +1,3 @@
+ def add(a, b):
+-    return a + b
++    total = a + b
++    return total
+diff --git a/docs/new.md b/docs/new.md
+new file mode 100644
+--- /dev/null
++++ b/docs/new.md
+@@ -0,0 +1,2 @@
++# New
++--- not a header
+"""
+
+
+def test_the_pr_at_a_glance_groups_files_by_directory_with_lines_and_defects():
+    from bot.overview import diffstat, glance, this_push
+
+    stats = diffstat(DIFF)
+    assert [(s.path, s.added, s.removed) for s in stats] == [("app/core.py", 2, 1),
+                                                            ("docs/new.md", 2, 0)]
+    rows = [Row("D1", "Open", "Minor", "F.2", "x", "app/core.py", 2, 2),
+            Row("D2", "Resolved", "Minor", "F.2", "y", "app/core.py", 3, 3)]
+    body = render(rows, [], repo=REPO, number=7, round_number=1, head=HEAD,
+                  overview=glance(stats, rows))
+    html = MD.render(body)
+    assert html.index("at a glance: 2 files, +4 −1") < html.index("Open (1)")
+    table = tables(MD.parse(body))[0]
+    assert table[1:] == [["`app/`", "`core.py`", "+2", "−1", "D1"],
+                         ["`docs/`", "`new.md`", "+2", "−0", "—"]]
+    assert this_push(stats[:1]) == ["**This push** changed 1 file: `app/core.py` (+2 −1).", ""]

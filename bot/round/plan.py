@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from tracker.models import Decision, Finding
 
+from ..overview import diffstat
 from ..review.engine import Engine, Usage
 from .gather import RoundInputs
 
@@ -74,6 +75,10 @@ class RoundPlan:
     usage: Usage = field(default_factory=Usage)
     notes: list[str] = field(default_factory=list)
     posted: RoundRecord = field(default_factory=RoundRecord)
+    # [path, added, removed] per file of the diff the summary's overview shows: the whole PR
+    # on the first round ("pr"), the push since the last review later ("push").
+    files: list[list] = field(default_factory=list)
+    scope: str = "pr"
 
     def decision(self, key: str) -> Decision | None:
         return next((d for d in self.decisions if d.key == key), None)
@@ -87,6 +92,8 @@ class RoundPlan:
             "usage": asdict(self.usage),
             "notes": list(self.notes),
             "posted": self.posted.to_json(),
+            "files": [list(f) for f in self.files],
+            "scope": self.scope,
         }
 
     @classmethod
@@ -99,6 +106,8 @@ class RoundPlan:
             usage=Usage(**(data.get("usage") or {})),
             notes=list(data.get("notes") or []),
             posted=RoundRecord.from_json(data.get("posted")),
+            files=[list(f) for f in data.get("files") or []],
+            scope=data.get("scope") or "pr",
         )
 
 
@@ -121,4 +130,7 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
         dropped=dict(result.dropped),
         usage=result.usage,
         notes=list(result.notes),
+        files=[s.to_json() for s in diffstat(
+            ctx.pr_diff if ctx.previous_head is None else ctx.round_diff)],
+        scope="pr" if ctx.previous_head is None else "push",
     )

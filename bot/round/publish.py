@@ -123,7 +123,8 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
     pr = store.db["pull_requests"].get(pr_id)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],
                           round_number=number, head=head, notes=notes,
-                          marker=render.SUMMARY_MARKER, commands=render.COMMANDS)
+                          marker=render.SUMMARY_MARKER, commands=render.COMMANDS,
+                          overview=summary.overview(store, pr_id, number, plan, rows))
 
 
 async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> None:
