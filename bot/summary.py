@@ -255,10 +255,11 @@ def agent_prompt(rows: list[Row], repo: str, number: int | None, head: str,
         lines += textwrap.wrap(f"{i}. {r.key} {location(r)} ({r.severity}, {_type(r.type)}): "
                                f"{desc}", 96, subsequent_indent="   ", break_long_words=False,
                                break_on_hyphens=False)
-        if r.fix is not None:
-            fix = r.fix if r.fix.strip() else "(delete these lines)"
+        if r.fix is not None and not r.fix.strip():
+            lines.append("   Suggested fix: delete those lines.")
+        elif r.fix is not None:
             lines.append("   Suggested replacement for those lines:")
-            lines += [f"   | {line}" for line in fix.splitlines() or [""]]
+            lines += [f"   | {line}" for line in r.fix.splitlines()]
     return "\n".join(lines)
 
 

@@ -159,7 +159,7 @@ def test_the_agent_prompt_lists_each_open_defect_with_its_fix():
             Row("D3", "Resolved", "Minor", "F.2", "gone", "c.py", 1, 1)]
     prompt = agent_prompt(rows, REPO, 7, HEAD)
     assert "1. D1 a.py:3 (Minor, Organization): Leftover print." in prompt
-    assert "(delete these lines)" in prompt and "   | if (x === null) {" in prompt
+    assert "Suggested fix: delete those lines." in prompt and "   | if (x === null) {" in prompt
     assert "D3" not in prompt
 
 
