@@ -365,11 +365,14 @@ def overview(store, pr_id: int, number: int, plan, rows: list[Row]) -> list[str]
     from .overview import FileStat, glance, this_push
 
     if plan is None:
-        saved = store.plan(pr_id, number)
-        files, scope = (saved.get("files"), saved.get("scope")) if saved else (None, None)
+        saved = store.plan(pr_id, number) or {}
+        files, scope, words = saved.get("files"), saved.get("scope"), saved.get("walkthrough")
     else:
-        files, scope = plan.files, plan.scope
+        files, scope, words = plan.files, plan.scope, plan.walkthrough
     if files is None:
         return []
     stats = [FileStat(*f) for f in files]
-    return glance(stats, rows) if scope == "pr" else this_push(stats)
+    if scope != "pr":
+        return this_push(stats)
+    lead = ["**Walkthrough** (written by the model):", "", _escape(words), ""] if words else []
+    return lead + glance(stats, rows)

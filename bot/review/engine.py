@@ -169,9 +169,11 @@ class DiffLines:
 class Engine:
     """Review rounds with the given detectors and optional verifier."""
 
-    def __init__(self, detectors: list[Detector], verifier: Verifier | None = None):
+    def __init__(self, detectors: list[Detector], verifier: Verifier | None = None,
+                 walkthrough=None):
         self.detectors = detectors
         self.verifier = verifier
+        self.walkthrough = walkthrough  # writes the first summary's overview (LLM engines)
 
     async def review(self, ctx: RoundContext) -> RoundResult:
         rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,

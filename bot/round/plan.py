@@ -79,6 +79,7 @@ class RoundPlan:
     # on the first round ("pr"), the push since the last review later ("push").
     files: list[list] = field(default_factory=list)
     scope: str = "pr"
+    walkthrough: str | None = None  # the model's overview of the PR (first round, LLM only)
 
     def decision(self, key: str) -> Decision | None:
         return next((d for d in self.decisions if d.key == key), None)
@@ -94,6 +95,7 @@ class RoundPlan:
             "posted": self.posted.to_json(),
             "files": [list(f) for f in self.files],
             "scope": self.scope,
+            "walkthrough": self.walkthrough,
         }
 
     @classmethod
@@ -108,6 +110,7 @@ class RoundPlan:
             posted=RoundRecord.from_json(data.get("posted")),
             files=[list(f) for f in data.get("files") or []],
             scope=data.get("scope") or "pr",
+            walkthrough=data.get("walkthrough"),
         )
 
 
@@ -121,6 +124,10 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
     """Review the round and reserve keys for its new defects (no forge, no ledger)."""
     ctx = inputs.context
     result = await engine.review(ctx)
+    walkthrough = None
+    if ctx.previous_head is None and getattr(engine, "walkthrough", None) is not None:
+        walkthrough, usage = await engine.walkthrough.write(ctx)
+        result.usage.add(usage)
     return RoundPlan(
         decisions=list(result.decisions),
         new=[NewDefect(f"D{inputs.first_key + i}", f,
@@ -133,4 +140,5 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
         files=[s.to_json() for s in diffstat(
             ctx.pr_diff if ctx.previous_head is None else ctx.round_diff)],
         scope="pr" if ctx.previous_head is None else "push",
+        walkthrough=walkthrough,
     )
