@@ -10,6 +10,7 @@ import pytest
 
 from bench import payloads
 
+from .conftest import needs_webhook_fixtures
 from .server_kit import (
     BASE_FILES,
     BASE_SHA,
@@ -20,6 +21,8 @@ from .server_kit import (
     NUMBER,
     REPO,
     Tap,
+    fixture,
+    repoint,
     running_bot,
 )
 
@@ -284,3 +287,23 @@ async def test_first_summary_opens_with_the_pr_at_a_glance_then_says_what_a_push
         [summary] = bot.bot_comments()
         assert "at a glance" not in summary["body"]
         assert "**This push** changed 1 file: `app/core.py` (+0 −1)." in summary["body"]
+
+
+@needs_webhook_fixtures
+async def test_githubs_recorded_rerequested_payloads_are_routed(tmp_path):
+    """GitHub's recorded check_run/check_suite ``rerequested`` payloads: a check run without
+    pull requests and unknown to the ledger queues nothing; a suite's pull request is reviewed."""
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake)
+        run = repoint(fixture("check_run.rerequested"), bot.fake, number=None)
+        status, _ = await bot.deliver("check_run", run)
+        assert status == 202
+        await bot.idle()
+        assert bot.jobs("round") == [] and bot.jobs("rerequest")[0]["status"] == "done"
+        suite = repoint(fixture("check_suite.rerequested"), bot.fake, number=None)
+        suite["check_suite"]["pull_requests"][0]["number"] = NUMBER
+        status, _ = await bot.deliver("check_suite", suite)
+        assert status == 202
+        await bot.idle()
+        assert [r["status"] for r in bot.rounds()] == ["complete"]
+        assert runs(bot, HEAD1)[0]["conclusion"] == "neutral"
