@@ -135,15 +135,18 @@ def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
     return out
 
 
-def annotations(defects: list[Defect]) -> list[dict]:
-    """One annotation per open defect anchored on lines of the head (the new side)."""
+def annotations(defects: list[Defect], fail_on: str | None = None) -> list[dict]:
+    """One annotation per open defect anchored on lines of the head (the new side): level
+    ``failure`` only for those that fail the check, so a passing check shows no red marks."""
+    gate = {d.key for d in blocking(defects, fail_on)}
     out = []
     for d in sorted(standing(defects), key=lambda d: -severity_rank(d.severity)):
         if not d.path or d.line_start is None or d.side != "RIGHT":
             continue
         out.append({"path": d.path, "start_line": d.line_start,
                     "end_line": d.line_end or d.line_start,
-                    "annotation_level": _LEVEL.get(d.severity, "warning"),
+                    "annotation_level": "failure" if d.key in gate else (
+                        "notice" if _LEVEL.get(d.severity) == "notice" else "warning"),
                     "title": f"{d.key} · {d.severity} · {MCR_TYPES.get(d.type, d.type)}",
                     # shown as plain text: Markdown's backticks would show as they are
                     "message": (d.text or d.key).replace("`", "")[:4000]})
@@ -187,7 +190,7 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
     defects = store.defects(pr["id"])
     result = conclusion(defects, fail_on)
     out = output(defects, fail_on, pr["repo"], head)
-    notes = annotations(defects)
+    notes = annotations(defects, fail_on)
     try:
         await forge.update_check_run(row["check_run_id"], {
             "status": "completed", "conclusion": result, "completed_at": _now(),

@@ -70,7 +70,7 @@ class _Detail:
     """How much to show; ``render`` lowers it step by step until the body fits."""
 
     history: str = "table"  # table, keys, count
-    desc: int = 140  # characters of a description in the open table
+    desc: int = 180  # characters of a description in the open table
     evidence: int | None = None  # None: in full
     prompt_desc: int | None = 600
     changes: str = "full"  # full (with evidence) or keys (grouped by new state)

@@ -86,8 +86,10 @@ async def test_check_run_per_head_with_conclusion_from_fail_on(tmp_path, fail_on
                                                           else "1 open, 1 resolved")
         assert runs(bot, HEAD3)[0]["output"]["title"] == "no open defects, 2 resolved"
         notes = bot.fake.check_annotations(runs(bot, HEAD1)[0]["id"])
-        assert [(a["start_line"], a["annotation_level"]) for a in notes] == \
-            [(6, "failure"), (8, "notice")]
+        # red only for what fails the check; the rest are warnings or notices
+        assert [(a["start_line"], a["annotation_level"]) for a in notes] == {
+            None: [(6, "warning"), (8, "notice")], "Major": [(6, "failure"), (8, "notice")],
+            "Minor": [(6, "failure"), (8, "failure")]}[fail_on]
 
 
 async def test_check_is_in_progress_while_the_round_runs(tmp_path):
