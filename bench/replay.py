@@ -37,6 +37,7 @@ from tracker.ledger import Ledger
 
 from . import payloads
 from .fake_github import FakeGitHub
+from .posted import Posted
 from .tasks import Task
 
 APP_ID = 4242
@@ -140,9 +141,11 @@ def bench_repo(task: Task) -> str:
 
 
 async def replay_task(h: Harness, task: Task,
-                      on_round: Callable[[int], None] | None = None) -> list[dict]:
+                      on_round: Callable[[int], None] | None = None,
+                      posted: list[dict] | None = None) -> list[dict]:
     """Play one task through the bot; one record per round (see ``collect``). ``on_round``
-    is told each round's number once its record is taken."""
+    is told each round's number once its record is taken; ``posted``, when given, gets what
+    the bot posted in each round (``bench.posted``)."""
     repo, number = bench_repo(task), int(task.pr.get("number") or 1)
     author = task.pr.get("author") or "author"
     h.fake.add_repo(repo, INSTALLATION)
@@ -152,6 +155,7 @@ async def replay_task(h: Harness, task: Task,
                   task.pr.get("base_sha") or "0" * 40, base)
     ids: dict[int, int] = {}  # task event id -> the fake's comment id
     records = []
+    watcher = None
     for rnd in task.rounds:
         started = time.monotonic()
         snapshot = task.snapshot(rnd.number)
@@ -171,6 +175,9 @@ async def replay_task(h: Harness, task: Task,
         for event in rnd.events:
             await deliver_event(h, repo, number, event, ids)
         await h.idle(repo, number)
+        if posted is not None:
+            watcher = watcher or Posted(h.fake, repo, number)
+            posted.append(watcher.take(rnd.number, rnd.head_sha))
     return records
 
 

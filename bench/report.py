@@ -354,20 +354,22 @@ def render_markdown(summary: dict) -> str:
     return _environment(False).get_template("report.md.j2").render(**_context(summary))
 
 
-def render_html(summary: dict) -> str:
-    """report.html's text, plots included."""
+def render_html(summary: dict, conversations: list[tuple[str, str]] = ()) -> str:
+    """report.html's text, plots included; ``conversations`` are (task, href) links to the
+    pages showing what the bot posted (``bench.posted``)."""
     return _environment(True).get_template("report.html.j2").render(
         **_context(summary), f1_png=plot_f1_per_round(summary),
-        confusion_png=plot_state_confusion(summary))
+        confusion_png=plot_state_confusion(summary), conversations=list(conversations))
 
 
-def write_reports(summary: dict, out_dir: str | Path) -> tuple[Path, Path]:
+def write_reports(summary: dict, out_dir: str | Path,
+                  conversations: list[tuple[str, str]] = ()) -> tuple[Path, Path]:
     """Write report.md and report.html into ``out_dir``; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md, html = out / "report.md", out / "report.html"
     md.write_text(render_markdown(summary), encoding="utf-8")
-    html.write_text(render_html(summary), encoding="utf-8")
+    html.write_text(render_html(summary, conversations), encoding="utf-8")
     return md, html
 
 

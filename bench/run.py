@@ -30,6 +30,7 @@ from bot.review.llm_config import LLMConfig
 
 from .aacr import is_aacr_folder, load_aacr
 from .judge import LLMJudge, OfflineJudge
+from .posted import write as write_posted
 from .progress import Progress
 from .replay import BotError, Harness, replay_task
 from .report import write_reports
@@ -89,6 +90,10 @@ def _task_file(out: Path, task_id: str) -> Path:
     return out / "tasks" / f"{task_id}.jsonl"
 
 
+def _posted_file(out: Path, task_id: str) -> Path:
+    return out / "tasks" / f"{task_id}.posted.jsonl"
+
+
 def _read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -112,8 +117,9 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
                     played.append(number)
                     progress.round_done(task.task_id, number)
 
+                posted: list[dict] = []
                 try:
-                    records = await replay_task(harness, task, on_round)
+                    records = await replay_task(harness, task, on_round, posted)
                 except (BotError, TaskError, ValueError, KeyError) as exc:
                     errors[task.task_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("task %s failed: %s", task.task_id, exc)
@@ -121,6 +127,8 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
                     path = _task_file(opts.out, task.task_id)
                     path.write_text("".join(json.dumps(r, sort_keys=True) + "\n"
                                             for r in records))
+                    _posted_file(opts.out, task.task_id).write_text(
+                        "".join(json.dumps(r, sort_keys=True) + "\n" for r in posted))
                 progress.task_done(task.task_id, len(played), errors.get(task.task_id))
 
         await asyncio.gather(*(play(t) for t in tasks))
@@ -220,5 +228,8 @@ async def run(opts: RunOptions) -> dict:
         "skipped_inputs": skipped, "wall_seconds": round(time.monotonic() - started, 2),
     }
     (opts.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    write_reports(summary, opts.out)
+    posted = {t.task_id: _read_records(_posted_file(opts.out, t.task_id)) for t in tasks
+              if _posted_file(opts.out, t.task_id).exists()}
+    titles = {t.task_id: f"{t.pr.get('title') or t.task_id} ({t.task_id})" for t in tasks}
+    write_reports(summary, opts.out, conversations=write_posted(opts.out, posted, titles))
     return summary

@@ -13,13 +13,15 @@ subclass per case a round handles differently (``NotFound``, ``Unprocessable``..
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "Comment", "Forbidden", "Forge", "ForgeError", "ForgeReader", "InlineComment",
-    "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Thread", "Unauthorized",
+    "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Review", "Thread",
+    "Unauthorized",
     "Unavailable", "Unprocessable",
 ]
 
@@ -111,6 +113,17 @@ class Thread:
 
 
 @dataclass(frozen=True)
+class Review:
+    """A submitted review: who wrote it and its state (``COMMENTED``, ``CHANGES_REQUESTED``,
+    ``APPROVED``, ``DISMISSED``)."""
+
+    id: int
+    author: str | None
+    state: str
+    body: str = ""
+
+
+@dataclass(frozen=True)
 class InlineComment:
     """A comment to post on lines of the new (RIGHT) or old (LEFT) side of the diff."""
 
@@ -121,7 +134,11 @@ class InlineComment:
     start_line: int | None = None
 
     def last_line_only(self) -> InlineComment:
-        return InlineComment(self.path, self.line, self.side, self.body)
+        """The comment on its last line alone; a suggestion for the whole range would replace
+        that one line, so it is dropped."""
+        body = re.sub(r"\n*Suggested fix \([^)]*\):\n\n(`{3,4})suggestion\n.*?^\1$\n*", "\n\n",
+                      self.body, flags=re.DOTALL | re.MULTILINE)
+        return InlineComment(self.path, self.line, self.side, body)
 
 
 # --------------------------------------------------------------------------- the port
@@ -184,3 +201,26 @@ class Forge(ForgeReader):
     @abstractmethod
     async def permission(self, user: str) -> str:
         """``admin``, ``maintain``, ``write``, ``read`` or ``none``."""
+
+    # The merge gate (``bot.checks``): a host without these keeps the defaults and the round
+    # goes on without requesting changes.
+
+    async def reviews(self, number: int) -> list[Review]:
+        return []
+
+    async def request_changes(self, number: int, head_sha: str, body: str) -> None:
+        """Submit a review that requests changes, with ``body`` and no inline comments."""
+
+    async def dismiss_review(self, number: int, review_id: int, message: str) -> None:
+        """Dismiss one of the bot's reviews (that requested changes), saying why."""
+
+    # Check runs (the merge gate, ``bot.checks``). A forge without them keeps these defaults:
+    # creating answers None and the round goes on without a check.
+
+    async def create_check_run(self, head_sha: str, fields: dict) -> int | None:
+        """Create a check run on commit ``head_sha``; its id. ``fields`` in GitHub's shape
+        (``name``, ``status``, ``conclusion``, ``output``...)."""
+        return None
+
+    async def update_check_run(self, check_run_id: int, fields: dict) -> None:
+        """Change a check run; ``output.annotations`` are added to those it has."""

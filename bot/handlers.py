@@ -15,7 +15,7 @@ from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision
 
-from . import live, render
+from . import checks, live, render
 from .commands import NEEDS_WRITE, parse_command
 from .forge import ForgeError
 from .github.payloads import code_from_hunk, comment_from_payload
@@ -69,12 +69,14 @@ class Handlers:
                                                               comment.id):
                 self.ledger.set_ignored(pr_id, defect.key, f"deletion of comment {comment.id}",
                                         self.ledger.current_round(pr_id))
+                await self._refresh_check(job)
                 return f"{defect.key} ignored: its comment was deleted"
             return "nothing to do"
         count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
             else 1
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
         outcome = take_comment(self.ledger, pr_id, comment, pr_author=pr["author"], code=code)
+        await self._refresh_check(job)
         return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
 
     async def on_thread(self, job: Job) -> str:
@@ -82,7 +84,33 @@ class Handlers:
         outcome = take_thread(self.ledger, pr_id, resolved=job.payload["action"] == "resolved",
                               by=job.payload.get("by"), node_id=job.payload.get("node_id"),
                               comment_ids=[c for c in job.payload.get("comment_ids") or [] if c])
+        await self._refresh_check(job)
         return f"{outcome.action} {outcome.defect.key if outcome.defect else outcome.reason}"
+
+    async def on_rerequest(self, job: Job) -> str:
+        """Someone re-ran the bot's check: review the head of each pull request it is for."""
+        numbers = list(job.payload.get("numbers") or [])
+        if not numbers:
+            row = self.ledger.db.execute(
+                "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
+                "where p.repo = ? and (r.check_run_id = ? or r.head_sha = ?) "
+                "order by r.id desc limit 1",
+                [job.repo, job.payload.get("check_run_id"), job.payload.get("head_sha")],
+            ).fetchone()
+            numbers = [row[0]] if row else []
+        for number in numbers:
+            self.queue.enqueue("round", repo=job.repo, number=number,
+                               installation_id=job.installation_id, payload={"force": True},
+                               delivery_id=f"{job.delivery_id}:rerequest:{number}",
+                               head_sha=job.payload.get("head_sha"))
+        return f"review queued for #{', #'.join(map(str, numbers))}" if numbers else \
+            "no pull request known for this check"
+
+    async def _refresh_check(self, job: Job) -> None:
+        """A person's action may have changed what the PR's check shows: update it."""
+        pr = self.ledger.find_pull_request(job.repo, job.number)
+        if pr is not None:
+            await checks.refresh(self.rounds.forge(job), self.ledger, pr)
 
     async def on_closed(self, job: Job) -> str:
         pr_id = self._pr_id(job)
@@ -157,4 +185,5 @@ class Handlers:
         head = pr["last_reviewed_sha"] or pr["head_sha"] or ""
         await post_summary(gh, job.number, self.rounds.summary_body(pr_id, number, head, None),
                            self.bot_logins)
+        await checks.refresh(gh, self.ledger, pr)
         return f"{key} {name}d by {user}"

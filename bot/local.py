@@ -17,7 +17,10 @@ from pathlib import Path
 
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
+from tracker.models import SEVERITIES
 
+from .checks import blocking_keys
+from .fixpatch import fix_patch
 from .localgit import LocalError, LocalGitForge
 from .review.engine import Engine, offline_engine
 from .review.llm_config import LLMConfig
@@ -63,7 +66,7 @@ def report(ledger: Ledger, pr_id: int, number: int, forge: LocalGitForge, db: Pa
             "key": d.key, "state": str(d.state), "previous": states.get(before),
             "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
             "type": d.type, "severity": d.severity, "rule": d.rule,
-            "description": d.description, "ignored": d.ignored,
+            "description": d.text, "fix": d.fix, "ignored": d.ignored,
             "evidence": ledger.history(pr_id, d.key)[-1]["evidence"],
         })
     return {"branch": forge.branch, "round": number, "head": forge.head_sha,
@@ -85,6 +88,10 @@ def as_text(report: dict) -> str:
                      f"{d['description'].splitlines()[0][:120] if d['description'] else ''}")
         if d["state"] != "New":
             lines.append(f"     {d['evidence'][:160]}")
+        if d.get("fix") is not None and d["state"] != str(State.RESOLVED):
+            lines.append("     fix: " + ("delete the line(s)" if not d["fix"].strip() else
+                                          "replace with:"))
+            lines += [f"       {ln}" for ln in d["fix"].splitlines() if d["fix"].strip()]
     return "\n".join(lines)
 
 
@@ -155,7 +162,30 @@ def add_commands(sub) -> None:
                              "reviewer instead of failing")
     review.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     review.add_argument("--ledger", help="ledger file (default: <repo>/.git/roundwise/ledger.db)")
+    review.add_argument("--fail-on", metavar="SEVERITY", type=str.capitalize,
+                        choices=list(SEVERITIES),
+                        help="exit 1 while a New, Open or Reopened defect at or above SEVERITY "
+                             f"stands ({', '.join(SEVERITIES)}), to gate CI")
+    review.add_argument("--fix-patch", metavar="FILE",
+                        help="write the open defects' suggested fixes to FILE as a unified diff "
+                             "(apply with git apply FILE)")
     review.set_defaults(func=cmd_review)
+
+
+def write_fix_patch(repo: str, report: dict, path: str) -> None:
+    """``--fix-patch``: the open defects' fixes against the reviewed head, as a unified diff."""
+    import subprocess
+    import sys
+
+    def read(name: str) -> str | None:
+        done = subprocess.run(["git", "-C", str(repo), "show", f"{report['head']}:{name}"],
+                              capture_output=True, text=True, check=False)
+        return done.stdout if done.returncode == 0 else None
+
+    patch, applied, skipped = fix_patch(report["defects"], read)
+    Path(path).write_text(patch)
+    note = f"; skipped {', '.join(skipped)} (overlapping or unreadable)" if skipped else ""
+    print(f"roundwise: wrote {len(applied)} fix(es) to {path}{note}", file=sys.stderr)
 
 
 def llm_config(args, environ) -> LLMConfig | None:
@@ -206,4 +236,11 @@ def cmd_review(args) -> int:
         print(f"roundwise: {exc}", file=sys.stderr)
         return 2
     print(render(report, args.format))
+    if args.fix_patch:
+        write_fix_patch(args.repo, report, args.fix_patch)
+    failing = blocking_keys(report["defects"], args.fail_on) if args.fail_on else []
+    if failing:
+        print(f"roundwise: {len(failing)} open defect(s) at or above {args.fail_on}: "
+              f"{', '.join(failing)} (--fail-on {args.fail_on})", file=sys.stderr)
+        return 1
     return 0

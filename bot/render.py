@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tracker.models import MCR_TYPES, Decision, Defect, Finding
+from tracker.models import MCR_TYPES, Decision, Defect, Finding, suggestion_block
 
 SUMMARY_MARKER = "<!-- roundwise:summary -->"
 _MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
@@ -38,9 +38,13 @@ def _kind(type_id: str | None) -> str:
 def inline_comment(key: str, finding: Finding, round_number: int) -> str:
     """The body of a new defect's inline review comment."""
     source = f" · `{finding.rule}`" if finding.rule else ""
+    fix = ""
+    if finding.fix is not None and finding.side == "RIGHT":
+        what = "delete these lines" if not finding.fix.strip() else "commit this change"
+        fix = suggestion_block(f"Suggested fix ({what}):", finding.fix) + "\n\n"
     return (
         f"**{key}** · {finding.severity} · {_kind(finding.type)}{source}\n\n"
-        f"{_clean(finding.description)}\n\n"
+        f"{_clean(finding.description)}\n\n{fix}"
         f"<sub>roundwise tracks this as {key}; it will check your next push. Reply here if "
         f"you disagree.</sub>\n{marker('new', key, round_number)}"
     )
@@ -59,44 +63,9 @@ def state_reply(defect: Defect, decision: Decision, round_number: int) -> str:
             f"{marker('state', defect.key, round_number)}")
 
 
-def summary(rows: list[dict], round_number: int, head_sha: str, changes: list[str],
-            notes: list[str] = ()) -> str:
-    """The sticky summary comment: every defect, its state, and what changed this round.
-
-    ``rows`` are dicts with key, state, severity, type, location, raised, last_change, origin,
-    description, ignored.
-    """
-    counts: dict[str, int] = {}
-    for row in rows:
-        if not row.get("ignored"):
-            counts[row["state"]] = counts.get(row["state"], 0) + 1
-    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no defects"
-    lines = [
-        SUMMARY_MARKER,
-        f"### roundwise · round {round_number} · `{head_sha[:7]}`",
-        "",
-        f"{tally}.",
-        "",
-    ]
-    if changes:
-        lines += ["**This round**", ""] + [f"- {_clean(c, 300)}" for c in changes] + [""]
-    if rows:
-        lines += [
-            "| id | state | severity | type | where | raised | last change | by |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for row in rows:
-            state = row["state"] + (" (ignored)" if row.get("ignored") else "")
-            where = _clean(row["location"], 120).replace("|", "\\|")
-            lines.append(
-                f"| {row['key']} | {state} | {row['severity']} | {row['type']} | `{where}` | "
-                f"R{row['raised']} | R{row['last_change']} | {row['origin']} |"
-            )
-        lines.append("")
-    lines += list(notes)
-    lines.append("<sub>Commands: `/roundwise review`, `/roundwise status`, "
-                 "`/roundwise resolve D3`, `/roundwise ignore D3`, `/roundwise help`.</sub>")
-    return "\n".join(lines)
+# A blank line must come before it, or GitHub glues it to the paragraph above.
+COMMANDS = ("<sub>Commands: `/roundwise review`, `/roundwise status`, "
+            "`/roundwise resolve D3`, `/roundwise ignore D3`, `/roundwise help`.</sub>")
 
 
 HELP = """**roundwise commands** (in a comment on the pull request):

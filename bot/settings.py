@@ -9,6 +9,8 @@ able to switch its own review off. Example::
     min_severity: Minor    # Trivial, Minor, Normal, Major, Blocker, Critical
     static_checks: true    # run the offline static checks (also alongside an LLM)
     require_tests: false   # track "source changed, no test changed" as a defect (else a note)
+    fail_on: Major         # the roundwise check fails while an open defect this severe stands
+    review_event: comment  # or request_changes: the round's review requests changes then
 
 An invalid file does not stop reviews: the defaults apply and the error is reported once.
 """
@@ -23,7 +25,8 @@ from .review.engine import Settings
 
 PATH = ".github/roundwise.yml"
 KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks",
-        "require_tests"}
+        "require_tests", "fail_on", "review_event"}
+REVIEW_EVENTS = ("comment", "request_changes")
 
 
 class SettingsError(ValueError):
@@ -67,4 +70,14 @@ def parse_settings(text: str | None, *, default_drafts: bool = False) -> Setting
         if value not in SEVERITIES:
             raise SettingsError(f"{PATH}: min_severity must be one of {', '.join(SEVERITIES)}")
         settings.min_severity = value
+    if data.get("fail_on") not in (None, False) and str(data["fail_on"]).lower() != "none":
+        value = str(data["fail_on"]).capitalize()
+        if value not in SEVERITIES:
+            raise SettingsError(f"{PATH}: fail_on must be none or one of {', '.join(SEVERITIES)}")
+        settings.fail_on = value
+    if "review_event" in data:
+        value = str(data["review_event"]).lower()
+        if value not in REVIEW_EVENTS:
+            raise SettingsError(f"{PATH}: review_event must be one of {', '.join(REVIEW_EVENTS)}")
+        settings.review_event = value
     return settings

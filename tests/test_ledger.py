@@ -27,7 +27,7 @@ def test_schema_is_migrated_once_and_uses_wal(tmp_path):
             "deliveries", "installations", "signals", "leases", "verdicts"} <= tables
     with Ledger(path) as led:  # reopening applies nothing twice
         names = [r["name"] for r in led.db["_sqlite_migrations"].rows]
-        assert names == sorted(set(names)) and len(names) == 6
+        assert names == sorted(set(names)) and len(names) == 7
 
 
 def test_keys_are_stable_per_pr_and_history_records_new(ledger):

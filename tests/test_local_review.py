@@ -184,3 +184,36 @@ def test_settings_come_from_the_base_not_the_branch(tmp_path, capsys):
     report = review(tmp_path, capsys)
     paths = {d["path"] for d in report["defects"]}
     assert "calc.py" in paths and "gen/out.py" not in paths
+
+
+def test_fail_on_exits_1_while_a_severe_defect_stands(repo, capsys):
+    commit(repo, "def add(a, b):\n    breakpoint()\n    print(a)\n    return a + b\n", "debug")
+    args = ["review", "--repo", str(repo), "--base", "main", "--format", "json"]
+    assert main(args + ["--fail-on", "critical"]) == 0  # nothing that severe
+    capsys.readouterr()
+    assert main(args + ["--fail-on", "major"]) == 1  # the breakpoint is Major
+    err = capsys.readouterr().err
+    assert "1 open defect(s) at or above Major" in err
+    commit(repo, "def add(a, b):\n    print(a)\n    return a + b\n", "no breakpoint")
+    assert main(args + ["--fail-on", "Major"]) == 0  # resolved: only the Minor print stands
+    capsys.readouterr()
+    assert main(args + ["--fail-on", "Minor"]) == 1
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(args + ["--fail-on", "severe"])
+
+
+def test_fixes_are_printed_and_written_as_a_patch_that_applies(repo, capsys, tmp_path):
+    commit(repo, "def add(a, b):\n    total = a + b\n    print(total)\n    breakpoint()\n"
+                 "    return total\n", "debug")
+    patch = tmp_path / "fixes.patch"
+    code = main(["review", "--repo", str(repo), "--base", "main", "--format", "text",
+                 "--fix-patch", str(patch)])
+    out, err = capsys.readouterr()
+    assert code == 0 and "fix: delete the line(s)" in out
+    assert "wrote 2 fix(es)" in err
+    subprocess.run(["git", "-C", str(repo), "apply", str(patch)], check=True)
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    total = a + b\n    return total\n"
+    git(repo, "commit", "-qam", "apply the fixes")
+    second = review(repo, capsys)
+    assert {d["rule"]: d["state"] for d in second["defects"]} == {
+        "debug-print": "Resolved", "debugger-statement": "Resolved"}

@@ -299,7 +299,7 @@ async def test_healthz_and_metrics_follow_the_work(tmp_path):
         # .github/roundwise.yml (an error by outcome, not a failure of the round).
         assert moved(api, method="GET", outcome="http_404") == 1
         assert moved(api, method="GET", outcome="ok") + moved(api, method="POST", outcome="ok") \
-            + 1 == len(bot.fake.requests)
+            + moved(api, method="PATCH", outcome="ok") + 1 == len(bot.fake.requests)
         assert "roundwise_llm_tokens_total" in after
 
 

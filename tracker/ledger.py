@@ -252,7 +252,7 @@ class Ledger:
                 "side": finding.side,
                 "code": code,
                 "fingerprint": code_fingerprint(code) if code else None,
-                "description": finding.description,
+                "description": finding.recorded_description(),
                 "type": finding.type,
                 "severity": finding.severity,
                 "confidence": finding.confidence,

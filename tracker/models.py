@@ -91,6 +91,9 @@ class Finding:
     origin: Origin = Origin.BOT
     author: str | None = None
     comment_id: int | None = None  # the GitHub comment that raised it (human findings)
+    # The replacement for lines line_start..line_end (new side), when the fix is local and
+    # certain; "" deletes them. Posted as a ```suggestion block the author can commit.
+    fix: str | None = None
 
     def __post_init__(self):
         self.origin = Origin(self.origin)
@@ -113,6 +116,31 @@ class Finding:
         d = asdict(self)
         d["origin"] = str(self.origin)
         return d
+
+    def recorded_description(self) -> str:
+        """The description as the ledger keeps it: with the fix as a ```suggestion block, as a
+        reviewer would write it, so the ``suggestion-applied`` rule sees it once committed."""
+        if self.fix is None or self.side != "RIGHT":
+            return self.description
+        return suggestion_block(self.description, self.fix)
+
+
+def suggestion_block(description: str, fix: str) -> str:
+    ticks = "````" if "```" in fix else "```"
+    body = fix if fix.endswith("\n") or not fix else fix + "\n"
+    return f"{description.rstrip()}\n\n{ticks}suggestion\n{body}{ticks}"
+
+
+def split_suggestion(description: str) -> tuple[str, str | None]:
+    """A description without its trailing ```suggestion block, and the block's text."""
+    from .discussion import suggestion
+
+    lines = suggestion(description)
+    if lines is None:
+        return description, None
+    cut = description.lower().rfind("```suggestion")
+    head = description[:cut].rstrip().rstrip("`").rstrip() if cut >= 0 else description
+    return head, "\n".join(lines)
 
 
 @dataclass
@@ -150,6 +178,16 @@ class Defect:
     @property
     def anchored(self) -> bool:
         return self.path is not None and self.line_start is not None
+
+    @property
+    def fix(self) -> str | None:
+        """The replacement its ```suggestion block proposes (bot or reviewer), if any."""
+        return split_suggestion(self.description)[1]
+
+    @property
+    def text(self) -> str:
+        """The description without the suggestion block, for tables and prompts."""
+        return split_suggestion(self.description)[0]
 
     def location(self) -> str:
         if not self.path:

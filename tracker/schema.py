@@ -208,3 +208,11 @@ def m006_live_signals(db: Database) -> None:
         foreign_keys=[("pr_id", "pull_requests", "id"), ("defect_id", "defects", "id")],
     )
     db["verdicts"].create_index(["pr_id"])
+
+
+@migrations()
+def m007_check_runs(db: Database) -> None:
+    # The check run each round posted on its head (the merge gate), and the title and
+    # conclusion it shows now: a person resolving a defect between pushes updates it in place.
+    db["rounds"].add_column("check_run_id", int)
+    db["rounds"].add_column("check_shown", str)

@@ -8,12 +8,13 @@ validation, GraphQL review threads, rate-limit headers, absolute ``Link`` pagina
 faults. State lives in memory and is set up (or acted on as a human) through plain methods. The
 fake never sends webhooks; ``bench.payloads`` builds them from its state.
 
-The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers)
-and ``graphql`` (the GraphQL subset); ``FakeGitHub`` joins them.
+The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers),
+``graphql`` (the GraphQL subset) and ``checks`` (check runs); ``FakeGitHub`` joins them.
 """
 
 from __future__ import annotations
 
+from .checks import ChecksApi
 from .graphql import GraphQLApi, GraphQLSyntaxError, parse_graphql, validate_graphql
 from .history import HistoryApi
 from .rest import RestApi
@@ -23,7 +24,7 @@ __all__ = ["ApiError", "FakeGitHub", "GraphQLSyntaxError", "RecordedRequest", "b
            "graphql", "history", "parse_graphql", "rest", "state", "validate_graphql"]
 
 
-class FakeGitHub(HistoryApi, RestApi, GraphQLApi, FakeState):
+class FakeGitHub(ChecksApi, HistoryApi, RestApi, GraphQLApi, FakeState):
     """In-memory GitHub serving the REST and GraphQL calls the bot makes, over real HTTP.
 
     ``app_id`` and the App's RSA public key PEM verify App JWTs. ``token_ttl`` sets how long

@@ -574,7 +574,7 @@ class FakeState:
 
     @staticmethod
     def _app_permissions() -> dict[str, str]:
-        return {"contents": "read", "issues": "write", "metadata": "read",
+        return {"checks": "write", "contents": "read", "issues": "write", "metadata": "read",
                 "pull_requests": "write"}
 
     def repo_json(self, full_name: str) -> dict[str, Any]:

@@ -254,6 +254,8 @@ class RepoClient:
                 return await api.post(url, **kwargs)
             if method == "PATCH":
                 return await api.patch(url, **kwargs)
+            if method == "PUT":
+                return await api.put(url, **kwargs)
             raise ValueError(method)
 
         return await self.app._with_retries(method, url, run,
@@ -275,8 +277,8 @@ class RepoClient:
 
     async def pull_diff(self, number: int) -> str:
         """The whole PR diff; rebuilt from the files list when GitHub says it is too large."""
-        try:
-            return await self._call("GET", self._url(f"/pulls/{number}"), accept=DIFF)
+        try:  # an empty diff comes back as an empty body: the empty text, not None
+            return await self._call("GET", self._url(f"/pulls/{number}"), accept=DIFF) or ""
         except NotAcceptable:
             pass  # too large for the diff media type
         files = await self._pages(self._url(f"/pulls/{number}/files?per_page=100"))
@@ -284,7 +286,7 @@ class RepoClient:
 
     async def compare_diff(self, base: str, head: str) -> str:
         return await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"),
-                                accept=DIFF)
+                                accept=DIFF) or ""
 
     async def compare_status(self, base: str, head: str) -> str:
         """How ``head`` relates to ``base``: ahead, behind, diverged or identical."""
@@ -328,6 +330,19 @@ class RepoClient:
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
         return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),
                                 data={"body": body})
+
+    async def reviews(self, number: int) -> list[dict]:
+        return await self._pages(self._url(f"/pulls/{number}/reviews?per_page=100"))
+
+    async def dismiss_review(self, number: int, review_id: int, message: str) -> dict:
+        return await self._call("PUT", self._url(f"/pulls/{number}/reviews/{review_id}/dismissals"),
+                                data={"message": message, "event": "DISMISS"})
+
+    async def create_check_run(self, data: dict) -> dict:
+        return await self._call("POST", self._url("/check-runs"), data=data)
+
+    async def update_check_run(self, check_run_id: int, data: dict) -> dict:
+        return await self._call("PATCH", self._url(f"/check-runs/{int(check_run_id)}"), data=data)
 
     async def permission(self, user: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""

@@ -6,7 +6,7 @@ client's (``bot.github.client``).
 
 from __future__ import annotations
 
-from ..forge import Comment, Forge, InlineComment, PullRequest, Thread
+from ..forge import Comment, Forge, InlineComment, PullRequest, Review, Thread
 from .client import RepoClient
 
 __all__ = ["GitHubForge"]
@@ -74,6 +74,22 @@ class GitHubForge(Forge):
 
     async def permission(self, user: str) -> str:
         return await self.client.permission(user)
+
+    async def reviews(self, number: int) -> list[Review]:
+        return [Review(int(r["id"]), (r.get("user") or {}).get("login"), r.get("state") or "",
+                       r.get("body") or "") for r in await self.client.reviews(number)]
+
+    async def request_changes(self, number: int, head_sha: str, body: str) -> None:
+        await self.client.create_review(number, head_sha, body, [], event="REQUEST_CHANGES")
+
+    async def dismiss_review(self, number: int, review_id: int, message: str) -> None:
+        await self.client.dismiss_review(number, review_id, message)
+
+    async def create_check_run(self, head_sha: str, fields: dict) -> int | None:
+        return int((await self.client.create_check_run({**fields, "head_sha": head_sha}))["id"])
+
+    async def update_check_run(self, check_run_id: int, fields: dict) -> None:
+        await self.client.update_check_run(check_run_id, fields)
 
 
 def _comment(data: dict) -> Comment:

@@ -93,6 +93,8 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
             merged = bool(payload["pull_request"].get("merged"))
             return Route("closed", repo, number, inst, head, {"merged": merged})
         return Route(None, reason=f"pull_request {action} is not handled")
+    if event in ("check_run", "check_suite"):
+        return _rerequest(event, action, payload)
     if sender.get("login") in bot_logins:
         return Route(None, reason="the bot's own activity")
     if event == "pull_request_review_comment":
@@ -136,6 +138,23 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
                      {"action": action, "kind": "issue_comment", "comment": comment,
                       "pr_author": pr_author})
     return Route(None, reason=f"event {event} is not handled")
+
+
+def _rerequest(event: str, action: str | None, payload: dict) -> Route:
+    """"Re-run" on the bot's check run or check suite: review the pull request's head again.
+    A check run's ``pull_requests`` may be empty (e.g. from a fork): the job then finds the PR
+    in the ledger by the check run's id or head."""
+    if action != "rerequested":
+        return Route(None, reason=f"{event} {action} is not handled")
+    repo = _get(payload, "repository.full_name", str)
+    inst = _get(payload, "installation.id", int)
+    head = _get(payload, f"{event}.head_sha", str)
+    item = payload[event]
+    numbers = [p["number"] for p in item.get("pull_requests") or []
+               if isinstance(p, dict) and isinstance(p.get("number"), int)]
+    return Route("rerequest", repo, numbers[0] if numbers else None, inst, head,
+                 {"numbers": numbers, "head_sha": head,
+                  "check_run_id": item.get("id") if event == "check_run" else None})
 
 
 def _label(event: str) -> str:

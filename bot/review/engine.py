@@ -39,6 +39,8 @@ class Settings:
     min_severity: str = "Minor"
     static_checks: bool = True
     require_tests: bool = False  # track "code changed, no test changed" as a defect
+    fail_on: str | None = None  # the check run fails while a defect this severe stands
+    review_event: str = "comment"  # or "request_changes" while blocking defects stand
 
 
 @dataclass
@@ -167,9 +169,11 @@ class DiffLines:
 class Engine:
     """Review rounds with the given detectors and optional verifier."""
 
-    def __init__(self, detectors: list[Detector], verifier: Verifier | None = None):
+    def __init__(self, detectors: list[Detector], verifier: Verifier | None = None,
+                 walkthrough=None):
         self.detectors = detectors
         self.verifier = verifier
+        self.walkthrough = walkthrough  # writes the first summary's overview (LLM engines)
 
     async def review(self, ctx: RoundContext) -> RoundResult:
         rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,

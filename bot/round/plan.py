@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from tracker.models import Decision, Finding
 
+from ..overview import diffstat
 from ..review.engine import Engine, Usage
 from .gather import RoundInputs
 
@@ -74,6 +75,11 @@ class RoundPlan:
     usage: Usage = field(default_factory=Usage)
     notes: list[str] = field(default_factory=list)
     posted: RoundRecord = field(default_factory=RoundRecord)
+    # [path, added, removed] per file of the diff the summary's overview shows: the whole PR
+    # on the first round ("pr"), the push since the last review later ("push").
+    files: list[list] = field(default_factory=list)
+    scope: str = "pr"
+    walkthrough: str | None = None  # the model's overview of the PR (first round, LLM only)
 
     def decision(self, key: str) -> Decision | None:
         return next((d for d in self.decisions if d.key == key), None)
@@ -87,6 +93,9 @@ class RoundPlan:
             "usage": asdict(self.usage),
             "notes": list(self.notes),
             "posted": self.posted.to_json(),
+            "files": [list(f) for f in self.files],
+            "scope": self.scope,
+            "walkthrough": self.walkthrough,
         }
 
     @classmethod
@@ -99,6 +108,9 @@ class RoundPlan:
             usage=Usage(**(data.get("usage") or {})),
             notes=list(data.get("notes") or []),
             posted=RoundRecord.from_json(data.get("posted")),
+            files=[list(f) for f in data.get("files") or []],
+            scope=data.get("scope") or "pr",
+            walkthrough=data.get("walkthrough"),
         )
 
 
@@ -112,6 +124,10 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
     """Review the round and reserve keys for its new defects (no forge, no ledger)."""
     ctx = inputs.context
     result = await engine.review(ctx)
+    walkthrough = None
+    if ctx.previous_head is None and getattr(engine, "walkthrough", None) is not None:
+        walkthrough, usage = await engine.walkthrough.write(ctx)
+        result.usage.add(usage)
     return RoundPlan(
         decisions=list(result.decisions),
         new=[NewDefect(f"D{inputs.first_key + i}", f,
@@ -121,4 +137,8 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
         dropped=dict(result.dropped),
         usage=result.usage,
         notes=list(result.notes),
+        files=[s.to_json() for s in diffstat(
+            ctx.pr_diff if ctx.previous_head is None else ctx.round_diff)],
+        scope="pr" if ctx.previous_head is None else "push",
+        walkthrough=walkthrough,
     )

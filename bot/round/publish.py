@@ -15,11 +15,11 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
 
-from .. import render
+from .. import render, summary
 from ..forge import Comment, Forge, InlineComment, Unprocessable
 from .plan import RoundPlan, RoundRecord
 
-__all__ = ["post_summary", "publish", "summary_body", "summary_rows"]
+__all__ = ["post_summary", "publish", "summary_body"]
 
 log = logging.getLogger(__name__)
 
@@ -110,49 +110,21 @@ async def _resolve_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPla
 def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundPlan | None,
                  settings_error: str | None = None, record: RoundRecord | None = None) -> str:
     """The sticky summary: every defect with this round's plan laid over the ledger."""
-    rows, changes = summary_rows(store, pr_id, number, plan)
+    rows, changes = summary.gather(store, pr_id, number, plan)
     notes = []
     if record and record.not_inline:
         notes.append("GitHub would not take these as inline comments: "
                      + ", ".join(record.not_inline) + ".")
-    for note in (plan.notes if plan else []):
-        notes.append(f"Note: {note} (Set `require_tests: true` in "
+    for note in summary.notes_to_show(store, pr_id, number, plan.notes if plan else [], rows):
+        notes.append(f"ℹ️ **Note:** {note} (Set `require_tests: true` in "
                      "`.github/roundwise.yml` to track this as a defect.)")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
-    return render.summary(rows, number, head, changes, notes)
-
-
-def summary_rows(store: Ledger, pr_id: int, number: int,
-                 plan: RoundPlan | None) -> tuple[list[dict], list[str]]:
-    """Rows for the summary table, with this round's plan laid over the ledger."""
-    history = store.states_by_round(pr_id)
-    decisions = {d.key: d for d in (plan.decisions if plan else [])}
-    rows, changes = [], []
-    for defect in store.defects(pr_id):
-        state, last = str(defect.state), _last_change(history.get(defect.key, {}))
-        location = defect.location()
-        if defect.key in decisions:
-            d = decisions[defect.key]
-            if str(d.state) != state:
-                changes.append(f"{defect.key}: {state} → {d.state!s} ({d.rule}: "
-                               f"{d.evidence[:160]})")
-                last = number
-            state = str(d.state)
-            if d.path and d.line_start:
-                location = _location(d.path, d.line_start, d.line_end)
-        rows.append({"key": defect.key, "state": state, "severity": defect.severity,
-                     "type": defect.type, "location": location, "raised": defect.raised_round,
-                     "last_change": last, "origin": defect.origin.value,
-                     "description": defect.description, "ignored": defect.ignored})
-    for item in (plan.new if plan else []):
-        f = item.finding
-        changes.append(f"{item.key}: New ({f.severity} {f.type})")
-        rows.append({"key": item.key, "state": "New", "severity": f.severity, "type": f.type,
-                     "location": _location(f.path, f.line_start, f.line_end),
-                     "raised": number, "last_change": number, "origin": f.origin.value,
-                     "description": f.description, "ignored": False})
-    return rows, changes
+    pr = store.db["pull_requests"].get(pr_id)
+    return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],
+                          round_number=number, head=head, notes=notes,
+                          marker=render.SUMMARY_MARKER, commands=render.COMMANDS,
+                          overview=summary.overview(store, pr_id, number, plan, rows))
 
 
 async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> None:
@@ -165,17 +137,8 @@ async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str
     await forge.create_issue_comment(number, body)
 
 
-def _location(path: str | None, start: int | None, end: int | None) -> str:
-    return Defect(key="", description="", origin="bot", state="New", raised_round=0,
-                  state_round=0, path=path, line_start=start, line_end=end).location()
 
 
-def _last_change(states: dict[int, str]) -> int:
-    last, previous = 0, None
-    for rnd in sorted(states):
-        if states[rnd] != previous:
-            last, previous = rnd, states[rnd]
-    return last
 
 
 def _needs_reply(defect: Defect, decision: Decision) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
-from .. import metrics
+from .. import checks, metrics
 from ..forge import Forge
 from ..jobs import Job
 from ..review.engine import Engine
@@ -66,6 +66,7 @@ class RoundRunner:
             if rnd["status"] == "complete":
                 return f"skipped: {pull.head_sha[:7]} was already reviewed in round {rnd['number']}"
             number = rnd["number"]
+            await checks.start(forge, self.ledger, pr["id"], number, pull.head_sha)
             try:
                 saved = self.ledger.plan(pr["id"], number)
                 if saved is None:
@@ -85,7 +86,14 @@ class RoundRunner:
             except Exception as exc:  # visible in the ledger; the job retries or fails
                 self.ledger.finish_round(pr["id"], number, "failed",
                                          error=f"{type(exc).__name__}: {exc}"[:500])
+                await checks.fail(forge, self.ledger, pr["id"], number,
+                                  f"{type(exc).__name__}: {exc}")
                 raise
+            await checks.complete(forge, self.ledger, pr, number, pull.head_sha,
+                                  settings.fail_on)
+            if settings.review_event == "request_changes":
+                await checks.verdict(forge, self.ledger, pr, number, pull.head_sha,
+                                     settings.fail_on, self.bot_logins)
             metrics.ROUND_SECONDS.observe(self.clock() - started)
             return f"round {number} complete: {len(the_plan.new)} new"
 

@@ -37,13 +37,14 @@ from .diffs import FileDiff, Hunk, annotate_diff, file_priority
 from .parse import OutputError, finding_from_item, parse_findings, parse_verdicts
 from .prompts import escape_data, prompt_text
 from .verify import LLMVerifier
+from .walkthrough import LLMWalkthrough
 
 __all__ = [
     "Completion", "FileDiff", "Hunk", "JsonAnswer", "LLMClient", "LLMConfig", "LLMDetector",
-    "LLMError", "LLMVerifier", "OutputError", "annotate_diff", "authored_changes",
+    "LLMError", "LLMVerifier", "LLMWalkthrough", "OutputError", "annotate_diff", "authored_changes",
     "build_llm_engine", "client", "detect", "diffs", "escape_data", "file_priority",
     "finding_from_item", "parse", "parse_findings", "parse_verdicts", "prompt_text", "prompts",
-    "verify",
+    "verify", "walkthrough",
 ]
 
 
@@ -52,4 +53,4 @@ def build_llm_engine(config: LLMConfig, static_checks: bool = True, *,
     """The engine with the LLM detector and verifier (and the static checks when asked)."""
     client = LLMClient(config, cache_dir=cache_dir)
     detectors = ([OfflineDetector()] if static_checks else []) + [LLMDetector(client)]
-    return Engine(detectors, LLMVerifier(client))
+    return Engine(detectors, LLMVerifier(client), walkthrough=LLMWalkthrough(client))

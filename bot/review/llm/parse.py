@@ -117,6 +117,9 @@ def finding_from_item(item: Any) -> Finding:
     if not isinstance(description, str) or not description.strip():
         raise ItemError("missing description")
     side = str(item.get("side") or "RIGHT").strip().upper()
+    fix = item.get("fix")
+    if not isinstance(fix, str) or side == "LEFT" or len(fix) > 4000 or "```" in fix:
+        fix = None  # no fix, a malformed one, or one that would break the suggestion block
     try:
         return Finding(
             description=description.strip()[:2000], path=path, line_start=start, line_end=end,
@@ -124,6 +127,7 @@ def finding_from_item(item: Any) -> Finding:
             type=normalise_type(item.get("type") or "F.2"),
             severity=normalise_severity(item.get("severity")),
             confidence=_confidence(item.get("confidence", 0.5)), rule=None, origin="bot",
+            fix=fix.rstrip("\n") if fix is not None else None,
         )
     except ValueError as exc:
         raise ItemError(str(exc)) from None

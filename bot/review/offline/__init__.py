@@ -41,6 +41,7 @@ from tracker.models import Finding, Origin, severity_rank
 from tracker.paths import is_generated_path
 
 from .files import ChangedFile, _changed_files
+from .fixes import fix_for
 from .lexer import lex
 from .notes import _missing_tests
 from .ruff import RUFF_RULES, _ruff_findings, find_ruff
@@ -154,7 +155,8 @@ def review_offline(
         per_rule[key] = per_rule.get(key, 0) + 1
         found.append(Finding(description=description, path=cf.path, line_start=span[0],
                              line_end=span[1], type=type_, severity=severity,
-                             confidence=confidence, rule=rule_id, origin=Origin.BOT))
+                             confidence=confidence, rule=rule_id, origin=Origin.BOT,
+                             fix=fix_for(rule_id, cf, span[0], span[1])))
 
     for cf in changed:
         for rule in RULES:
