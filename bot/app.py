@@ -75,7 +75,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
     app.router.add_get("/metrics", metrics_view)
 
     async def start(app: web.Application) -> None:
-        state.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        state.session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
         state.github = GitHubApp(state.session, config.app_id, config.private_key,
                                  config.api_url, retry=retry)
         github = state.github

@@ -63,6 +63,7 @@ class RetryPolicy:
     backoff: float = 1.0  # first wait; doubles every attempt, with jitter
     max_wait: float = 120.0  # never sleep longer than this for one retry
     secondary_wait: float = 60.0  # GitHub's advice when a secondary limit gives no hint
+    timeout: float = 60.0  # seconds one HTTP call may take (the server's session timeout)
 
 
 def graphql_endpoint(api_url: str) -> str:
@@ -131,10 +132,21 @@ class GitHubApp:
         return RepoClient(self, installation_id, full_name)
 
     async def _with_retries(self, method: str, url: str, call: Callable[[], Awaitable[Any]],
-                            *, installation_id: int | None = None) -> Any:
-        """Run one API call, retrying what GitHub says may be retried."""
+                            *, installation_id: int | None = None,
+                            probe: Callable[[], Awaitable[Any]] | None = None) -> Any:
+        """Run one API call, retrying what GitHub says may be retried.
+
+        ``probe`` (for writes that are not idempotent) looks on GitHub for what the call would
+        have written: before every retry it runs, and when it finds the write (GitHub applied
+        it but its answer was lost: a 502, a timeout) that is the call's result."""
         policy = self.retry
         for attempt in range(1, policy.attempts + 1):
+            if attempt > 1 and probe is not None:
+                found = await probe()
+                if found is not None:
+                    log.info("GitHub call %s %s had been applied; not sent again", method, url)
+                    metrics.GITHUB_CALLS.labels(method=method, outcome="applied").inc()
+                    return found
             try:
                 result = await call()
                 metrics.GITHUB_CALLS.labels(method=method, outcome="ok").inc()
@@ -244,7 +256,7 @@ class RepoClient:
         self.full_name = full_name
         self.owner, _, self.name = full_name.partition("/")
 
-    async def _call(self, method: str, url: str, **kwargs) -> Any:
+    async def _call(self, method: str, url: str, *, probe=None, **kwargs) -> Any:
         async def run():
             token = await self.app.installation_token(self.installation_id)
             api = self.app._api(token)
@@ -256,7 +268,7 @@ class RepoClient:
                 return await api.patch(url, **kwargs)
             raise ValueError(method)
 
-        return await self.app._with_retries(method, url, run,
+        return await self.app._with_retries(method, url, run, probe=probe,
                                             installation_id=self.installation_id)
 
     async def _pages(self, url: str) -> list[Any]:
@@ -312,18 +324,37 @@ class RepoClient:
     async def create_review(self, number: int, commit_id: str, body: str,
                             comments: list[dict], event: str = "COMMENT") -> dict:
         data = {"commit_id": commit_id, "body": body, "event": event, "comments": comments}
-        return await self._call("POST", self._url(f"/pulls/{number}/reviews"), data=data)
+
+        async def probe():  # every inline comment's body is unique (its hidden marker)
+            if not comments:
+                return next((r for r in await self._pages(self._url(
+                    f"/pulls/{number}/reviews?per_page=100")) if r.get("body") == body
+                    and r.get("commit_id") == commit_id), None)
+            have = {c.get("body") for c in await self.review_comments(number)}
+            return {"comments": "applied"} if all(c["body"] in have for c in comments) else None
+
+        return await self._call("POST", self._url(f"/pulls/{number}/reviews"), data=data,
+                                probe=probe)
 
     async def reply(self, number: int, comment_id: int, body: str) -> dict:
+        async def probe():
+            return next((c for c in await self.review_comments(number)
+                         if c.get("in_reply_to_id") == comment_id and c.get("body") == body),
+                        None)
+
         return await self._call("POST", self._url(f"/pulls/{number}/comments/{comment_id}/replies"),
-                                data={"body": body})
+                                data={"body": body}, probe=probe)
 
     async def issue_comments(self, number: int) -> list[dict]:
         return await self._pages(self._url(f"/issues/{number}/comments?per_page=100"))
 
     async def create_issue_comment(self, number: int, body: str) -> dict:
+        async def probe():
+            return next((c for c in await self.issue_comments(number)
+                         if c.get("body") == body), None)
+
         return await self._call("POST", self._url(f"/issues/{number}/comments"),
-                                data={"body": body})
+                                data={"body": body}, probe=probe)
 
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
         return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),

@@ -15,7 +15,7 @@ from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.models import Defect
 
-from ..forge import ForgeReader, NotFound, PullRequest, Unprocessable
+from ..forge import ForgeReader, NotAcceptable, NotFound, PullRequest, Unprocessable
 from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
 from ..settings import PATH as SETTINGS_PATH
@@ -53,7 +53,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``."""
     head = pull.head_sha
     previous = store.last_round(pr["id"])
-    pr_diff = await forge.pull_diff(pull.number)
+    pr_diff = await _pr_diff(forge, pull)
     if previous is None:
         round_diff = pr_diff  # the first round: the whole PR is new
     elif previous["head_sha"] == head:
@@ -78,6 +78,18 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         patches=patches, upstream_diff=upstream_diff,
     )
     return RoundInputs(ctx, pr["id"], number, int(store.next_key(pr["id"])[1:]))
+
+
+async def _pr_diff(forge: ForgeReader, pull: PullRequest) -> str:
+    """The PR's diff pinned to the head under review (``base...head``), never "the PR's diff
+    now": a push while the round runs must not give it a diff of another head. Only when the
+    forge will not give so large a comparison does the round take the PR's own diff."""
+    if pull.base_sha:
+        try:
+            return await forge.compare_diff(pull.base_sha, pull.head_sha)
+        except NotAcceptable:
+            log.info("the comparison is too large; using the pull request's diff")
+    return await forge.pull_diff(pull.number)
 
 
 async def _round_diff(forge: ForgeReader, previous: dict, head: str, pr_diff: str,
