@@ -7,6 +7,7 @@ starts the worker pool; on shutdown it stops the workers and closes everything.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
+from .serving import serve_app
 
 log = logging.getLogger("roundwise")
 
@@ -115,5 +117,5 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    web.run_app(create_app(config), host=host, port=port, print=None)
+    asyncio.run(serve_app(create_app(config), host, port))  # bot.serving: connection limits
     return 0

@@ -28,6 +28,7 @@ import jwt
 from gidgethub.aiohttp import GitHubAPI
 
 from .. import metrics
+from ..confine import repo_path
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
 
 log = logging.getLogger(__name__)
@@ -304,8 +305,13 @@ class RepoClient:
         return str(data.get("status") or "") if isinstance(data, dict) else ""
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
-        """A file's text at ``ref`` (default branch when None); None when it does not exist."""
-        url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref)}" if ref else "")
+        """A file's text at ``ref`` (default branch when None); None when it does not exist
+        (or the path would leave the repository: ``bot.confine``)."""
+        if repo_path(path) != path:
+            log.warning("not reading %r: not a path inside the repository", path[:200])
+            return None
+        url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref, safe='')}" if ref
+                                                        else "")
         try:
             data = await self._call("GET", url)
         except NotFound:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from tracker.intake import Comment
 
+from ..confine import line_span, repo_path
+
 __all__ = ["code_from_hunk", "comment_from_payload"]
 
 
@@ -20,12 +22,19 @@ def code_from_hunk(diff_hunk: str | None, count: int, side: str = "RIGHT") -> st
 
 
 def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment:
+    """A comment from its payload; its path confined to the repository, its lines positive
+    and its span no longer than the hunk it sits in (``bot.confine``)."""
     user = data.get("user") or {}
+    inline = kind == "review_comment"
+    hunk = data.get("diff_hunk") if isinstance(data.get("diff_hunk"), str) else ""
+    start, line = line_span(data.get("start_line"), data.get("line"),
+                            limit=max(len(hunk.splitlines()) - 1, 1) if hunk else 2000)
+    path = repo_path(data.get("path")) if inline else None
     return Comment(
         id=int(data["id"]), kind=kind, author=user.get("login"), body=data.get("body") or "",
-        path=data.get("path") if kind == "review_comment" else None,
-        line=data.get("line") if kind == "review_comment" else None,
-        start_line=data.get("start_line") if kind == "review_comment" else None,
+        path=path,
+        line=line if inline and path else None,
+        start_line=start if inline and path else None,
         side=data.get("side") or "RIGHT", in_reply_to=data.get("in_reply_to_id"),
         by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
         commit_id=data.get("commit_id") if kind == "review_comment" else None,

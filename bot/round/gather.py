@@ -8,6 +8,7 @@ after it works on the ``RoundInputs`` it returns.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ __all__ = ["MAX_FILES", "RoundInputs", "gather", "read_settings"]
 log = logging.getLogger(__name__)
 
 MAX_FILES = 300  # changed files whose text is fetched for one round
+SETTINGS_TIMEOUT = 5.0  # seconds to parse the repository's settings file
 
 
 @dataclass
@@ -42,10 +44,14 @@ async def read_settings(forge: ForgeReader, default_drafts: bool = False
                         ) -> tuple[Settings, str | None]:
     """The repository's settings from the default branch (never the PR's head), and any error."""
     text = await forge.file_text(SETTINGS_PATH)
-    try:
-        return parse_settings(text, default_drafts=default_drafts), None
+    try:  # off the loop: the file is the repository's, webhooks must not wait for it
+        parsing = asyncio.to_thread(parse_settings, text, default_drafts=default_drafts)
+        return await asyncio.wait_for(parsing, SETTINGS_TIMEOUT), None
     except SettingsError as exc:
         return Settings(review_drafts=default_drafts), str(exc)
+    except TimeoutError:
+        return Settings(review_drafts=default_drafts), \
+            f"{SETTINGS_PATH} took over {SETTINGS_TIMEOUT:g}s to read"
 
 
 async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest, number: int,
