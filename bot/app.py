@@ -18,7 +18,7 @@ from aiohttp import web
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
-from . import metrics
+from . import health, metrics
 from .config import Config, ConfigError, load_config
 from .github import GitHubApp, GitHubForge, RetryPolicy
 from .github.webhooks import handle_webhook
@@ -54,8 +54,10 @@ def build_engine(config: Config) -> Engine:
 
 async def healthz(request: web.Request) -> web.Response:
     state: State = request.app["state"]
-    depth = state.queue.depth()
-    return web.json_response({"status": "ok", "queue": depth})
+    problems = health.problems(state)  # a database write and the workers (bot.health)
+    if problems:
+        return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
+    return web.json_response({"status": "ok", "queue": state.queue.depth()})
 
 
 async def metrics_view(request: web.Request) -> web.Response:
@@ -76,7 +78,10 @@ def create_app(config: Config, *, engine: Engine | None = None,
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_view)
 
+    lock = health.ServerLock(config.db_path)
+
     async def start(app: web.Application) -> None:
+        lock.acquire()  # one server per SQLite ledger file (bot.health)
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
         state.github = GitHubApp(state.session, config.app_id, config.private_key,
@@ -103,6 +108,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
         if state.session:
             await state.session.close()
         ledger.close()
+        lock.release()
 
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
@@ -117,5 +123,9 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    asyncio.run(serve_app(create_app(config), host, port))  # bot.serving: connection limits
+    try:
+        asyncio.run(serve_app(create_app(config), host, port))  # bot.serving: connection limits
+    except health.AlreadyServing as exc:
+        print(exc, file=sys.stderr)
+        return 2
     return 0
