@@ -1,6 +1,6 @@
 """Offline replay of multi-round review tasks (``mcr-task/1``) and their MCR-Bench scoring."""
 
-__all__ = ["aacr", "bench_ledger", "bench_prompt_tokens", "bench_replay", "cli", "context",
+__all__ = ["aacr", "bench_ledger", "bench_prompt_tokens", "bench_replay", "chaos", "cli", "context",
            "diffs", "examples", "fake_github", "judge", "load_webhooks", "metrics", "payloads",
            "progress", "provenance", "replay", "report", "run", "scoring", "scripted_llm",
            "stateless", "tasks", "tracking", "tune_tracking"]
