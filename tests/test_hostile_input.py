@@ -136,6 +136,7 @@ async def test_hostile_review_comment_values_are_confined(tmp_path):
             {"line": -5, "original_line": -5},
             {"path": "../../other/contents/secret.txt"},
             {"start_line": 1, "line": 10_000_000},
+            {"commit_id": "../../../../other/secret/contents/x"},
         ]
         for i, change in enumerate(hostile):
             comment = {**base, "id": base["id"] + 1000 + i, **change,
@@ -151,8 +152,8 @@ async def test_hostile_review_comment_values_are_confined(tmp_path):
         assert time.monotonic() - started < 5
         assert [r["status"] for r in bot.rounds()] == ["complete", "complete"]
         assert all(j["status"] == "done" for j in bot.jobs())
-        outside = [r.path for r in fake.requests if r.path.startswith("/repos/")
-                   and not r.path.startswith(f"/repos/{REPO}/")]
+        outside = [r.path for r in fake.requests if "other" in r.path or (
+            r.path.startswith("/repos/") and not r.path.startswith(f"/repos/{REPO}/"))]
         assert outside == []
         pr = bot.ledger.find_pull_request(REPO, NUMBER)
         for defect in bot.ledger.defects(pr["id"]):

@@ -296,12 +296,12 @@ class RepoClient:
         return files_to_diff(files)
 
     async def compare_diff(self, base: str, head: str) -> str:
-        return await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"),
+        return await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"),
                                 accept=DIFF)
 
     async def compare_status(self, base: str, head: str) -> str:
         """How ``head`` relates to ``base``: ahead, behind, diverged or identical."""
-        data = await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"))
+        data = await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"))
         return str(data.get("status") or "") if isinstance(data, dict) else ""
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
@@ -369,7 +369,7 @@ class RepoClient:
     async def permission(self, user: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""
         try:
-            data = await self._call("GET", self._url(f"/collaborators/{quote(user)}/permission"))
+            data = await self._call("GET", self._url(f"/collaborators/{_seg(user)}/permission"))
         except NotFound:
             return "none"
         return data.get("permission") or "none"
@@ -398,6 +398,12 @@ class RepoClient:
 
     async def resolve_thread(self, thread_id: str) -> None:
         await self.graphql(RESOLVE_MUTATION, id=thread_id)
+
+
+def _seg(value: str) -> str:
+    """One URL path segment: everything quoted, "/" and dot segments included."""
+    value = quote(str(value), safe="")
+    return value.replace(".", "%2E") if value in (".", "..") else value
 
 
 def files_to_diff(files: list[dict]) -> str:

@@ -5,6 +5,8 @@ Kept beside the GitHub client because these shapes are GitHub's: another forge b
 
 from __future__ import annotations
 
+import re
+
 from tracker.intake import Comment
 
 from ..confine import line_span, repo_path
@@ -19,6 +21,11 @@ def code_from_hunk(diff_hunk: str | None, count: int, side: str = "RIGHT") -> st
     keep = ("+", " ") if side != "LEFT" else ("-", " ")
     lines = [ln[1:] for ln in diff_hunk.splitlines()[1:] if ln[:1] in keep]
     return "\n".join(lines[-max(count, 1):]) or None
+
+
+def _sha(value: object) -> str | None:
+    """A commit sha (hex), or None for anything else."""
+    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{7,64}", value) else None
 
 
 def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment:
@@ -37,5 +44,5 @@ def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment
         start_line=start if inline and path else None,
         side=data.get("side") or "RIGHT", in_reply_to=data.get("in_reply_to_id"),
         by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
-        commit_id=data.get("commit_id") if kind == "review_comment" else None,
+        commit_id=_sha(data.get("commit_id")) if inline else None,
     )
