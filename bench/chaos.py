@@ -5,7 +5,7 @@ subprocess on a fresh ledger file. The soak opens ``--prs`` pull requests and pu
 ``--pushes`` times (every push adds a function with a leftover ``print`` and drops the print of
 an older one, so defects are raised, kept and resolved), delivering signed webhooks. Meanwhile
 it injects random GitHub faults (5xx, writes applied with their answer lost, secondary rate
-limits, 422 on reviews), deletes some of the bot's inline comments, and SIGKILLs and restarts
+limits, 422 on reviews, answers up to a second late), deletes some of the bot's inline comments, and SIGKILLs and restarts
 the server at least ``--kills`` times. A delivery the server did not acknowledge (it was down)
 is redelivered with the same delivery id, as GitHub's "Redeliver" does.
 
@@ -145,7 +145,7 @@ class Soak:
                 await asyncio.sleep(self.args.pace * self.rng.random())
 
     def inject(self) -> None:
-        f, pick = self.fake, self.rng.randrange(9)
+        f, pick = self.fake, self.rng.randrange(10)
         if pick == 0:
             f.fail_next("GET", r"/pulls/\d+$", 502, "<html>Bad Gateway</html>")
             self.faults["5xx"] += 1
@@ -170,6 +170,9 @@ class Soak:
         elif pick == 7:
             f.fail_next("POST", r"/pulls/\d+/reviews$", 422, SIMPLE_422)
             self.faults["422"] += 1
+        elif pick == 8:
+            f.slow_next("GET", r"/pulls/\d+/comments|/contents/", self.rng.uniform(0.2, 1.0))
+            self.faults["slow"] += 1
         else:
             self.delete_one()
 
