@@ -12,8 +12,8 @@ is redelivered with the same delivery id, as GitHub's "Redeliver" does.
 Then, with the faults off, it waits for the queue to drain and checks from GitHub's side:
 at most one review batch per reviewed head (a 422 makes the bot post a batch one comment per
 review, all with the batch's marker), no defect posted twice (two top-level bot comments on
-the same code with the same text), no job left ``running`` or ``queued``, every final head
-reviewed (the sticky summary names it). It prints its figures as JSON and exits 1 when an
+the same code with the same text), no job left ``running`` or ``queued`` and no round left
+``running`` or ``failed``, every final head reviewed (the sticky summary names it). It prints its figures as JSON and exits 1 when an
 invariant fails. It stops by itself: ``--deadline`` seconds at most (default 240).
 """
 
@@ -286,11 +286,14 @@ async def soak(args) -> int:
             "bot_comments_deleted": run.deleted, "kills": run.kills,
             "server_starts": server.starts, "redeliveries": run.redeliveries, "jobs": jobs,
             "stuck_jobs": jobs.get("running", 0) + jobs.get("queued", 0),
+            "unfinished_rounds": sum(n for status, n in round_statuses(work / "ledger.db")
+                                     .items() if status in ("running", "failed")),
             **check(fake, args.prs),
             "tracebacks_in_log": server.log.read_text(errors="replace").count("Traceback"),
             "seconds": round(time.monotonic() - started, 1), "workdir": str(work),
         }
     ok = (result["stuck_jobs"] == 0 and result["duplicate_defects"] == 0
+          and result["unfinished_rounds"] == 0
           and result["extra_review_batches"] == 0 and not result["final_heads_unreviewed"]
           and run.kills >= args.kills)
     if ok and not args.keep:

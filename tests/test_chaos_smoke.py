@@ -17,5 +17,6 @@ def test_chaos_smoke():
     assert run.returncode == 0, (figures, run.stderr[-2000:])
     assert figures["kills"] == 2 and figures["server_starts"] == 3
     assert figures["stuck_jobs"] == 0 and figures["duplicate_defects"] == 0
+    assert figures["unfinished_rounds"] == 0
     assert figures["final_heads_unreviewed"] == [] and figures["reviews"] >= 3
     assert sum(figures["faults_injected"].values()) > 0
