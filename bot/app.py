@@ -7,6 +7,7 @@ starts the worker pool; on shutdown it stops the workers and closes everything.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from aiohttp import web
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
-from . import metrics
+from . import health, metrics
 from .config import Config, ConfigError, load_config
 from .github import GitHubApp, GitHubForge, RetryPolicy
 from .github.webhooks import handle_webhook
@@ -25,6 +26,7 @@ from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
+from .serving import serve_app
 
 log = logging.getLogger("roundwise")
 
@@ -52,8 +54,10 @@ def build_engine(config: Config) -> Engine:
 
 async def healthz(request: web.Request) -> web.Response:
     state: State = request.app["state"]
-    depth = state.queue.depth()
-    return web.json_response({"status": "ok", "queue": depth})
+    problems = health.problems(state)  # a database write and the workers (bot.health)
+    if problems:
+        return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
+    return web.json_response({"status": "ok", "queue": state.queue.depth()})
 
 
 async def metrics_view(request: web.Request) -> web.Response:
@@ -74,8 +78,12 @@ def create_app(config: Config, *, engine: Engine | None = None,
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_view)
 
+    lock = health.ServerLock(config.db_path)
+
     async def start(app: web.Application) -> None:
-        state.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        lock.acquire()  # one server per SQLite ledger file (bot.health)
+        state.session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
         state.github = GitHubApp(state.session, config.app_id, config.private_key,
                                  config.api_url, retry=retry)
         github = state.github
@@ -100,6 +108,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
         if state.session:
             await state.session.close()
         ledger.close()
+        lock.release()
 
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
@@ -114,5 +123,9 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    web.run_app(create_app(config), host=host, port=port, print=None)
+    try:
+        asyncio.run(serve_app(create_app(config), host, port))  # bot.serving: connection limits
+    except health.AlreadyServing as exc:
+        print(exc, file=sys.stderr)
+        return 2
     return 0

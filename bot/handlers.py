@@ -17,6 +17,7 @@ from tracker.models import DecidedBy, Decision
 
 from . import checks, live, render
 from .commands import NEEDS_WRITE, parse_command
+from .forced import may_force, recent_forced
 from .forge import ForgeError
 from .github.payloads import code_from_hunk, comment_from_payload
 from .jobs import Job, JobQueue, RetryLater
@@ -142,7 +143,12 @@ class Handlers:
         if command.name == "help":
             await gh.create_issue_comment(job.number, render.HELP)
             return "help"
-        if command.name == "review":
+        if command.name == "review":  # bot.forced: write access or the author; a rate limit
+            refusal = may_force(await gh.permission(user), user, job.payload.get("pr_author"),
+                                recent_forced(self.queue, job.repo, job.number))
+            if refusal:
+                await gh.create_issue_comment(job.number, f"@{user} {refusal}.")
+                return f"refused: {refusal}"
             self.queue.enqueue("round", repo=job.repo, number=job.number,
                                installation_id=job.installation_id, payload={"force": True},
                                delivery_id=f"{job.delivery_id}:review")

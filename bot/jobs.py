@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import secrets
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -229,17 +232,34 @@ Handler = Callable[[Job], Awaitable[None]]
 
 
 class Workers:
-    """A pool of asyncio workers draining a JobQueue with one handler."""
+    """A pool of asyncio workers draining a JobQueue with one handler.
+
+    A worker survives a database error (disk full, a lock held too long): it logs one line,
+    backs off (up to ``MAX_BACKOFF`` seconds) and tries again, and a job it could not record
+    as finished is recorded once the database takes writes again, so no job stays ``running``.
+    ``problems()`` tells ``/healthz`` about failing or dead workers. Worker ids carry the
+    process id and a random tag, unique per process.
+    """
+
+    MAX_BACKOFF = 30.0
 
     def __init__(self, queue: JobQueue, handler: Handler, *, count: int = 4,
-                 owner: str = "worker", poll: float = 0.5):
+                 owner: str | None = None, poll: float = 0.5):
         self.queue = queue
         self.handler = handler
         self.count = count
-        self.owner = owner
+        self.owner = owner or f"worker-{os.getpid()}-{secrets.token_hex(3)}"
         self.poll = poll
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
+        self.errors: dict[int, str] = {}  # worker index -> its last error, while failing
+
+    def problems(self) -> list[str]:
+        """Dead or failing workers, for ``/healthz``."""
+        out = [f"worker {i} failing: {e}" for i, e in sorted(self.errors.items())]
+        if not self._stopping:
+            out += [f"worker {i} is dead" for i, t in enumerate(self._tasks) if t.done()]
+        return out
 
     def start(self) -> None:
         self.queue.recover()
@@ -255,8 +275,18 @@ class Workers:
 
     async def _run(self, index: int) -> None:
         owner = f"{self.owner}-{index}"
+        failures = 0
         while not self._stopping:
-            job = self.queue.claim(owner)
+            try:
+                job = self.queue.claim(owner)
+            except sqlite3.Error as exc:  # the database: keep the worker, wait, try again
+                failures += 1
+                await self._back_off(index, failures, exc)
+                continue
+            if failures:
+                failures = 0
+                self.errors.pop(index, None)
+                log.info("worker %s works again", owner)
             if job is None:
                 self.queue.wakeup.clear()
                 try:
@@ -264,10 +294,17 @@ class Workers:
                 except TimeoutError:
                     pass
                 continue
-            await self._work(job)
+            await self._work(job, index)
             self.queue.wakeup.set()  # the PR's next job may be runnable now
 
-    async def _work(self, job: Job) -> None:
+    async def _back_off(self, index: int, failures: int, exc: Exception) -> None:
+        wait = min(self.poll * 2 ** failures, self.MAX_BACKOFF)
+        self.errors[index] = f"{type(exc).__name__}: {exc}"
+        log.warning("worker %d: database error (%s); retrying in %.1fs", index,
+                    self.errors[index], wait)
+        await asyncio.sleep(wait)
+
+    async def _work(self, job: Job, index: int = 0) -> None:
         try:
             await self.handler(job)
         except asyncio.CancelledError:
@@ -275,9 +312,32 @@ class Workers:
         except RetryLater as exc:
             log.warning("job %s (%s %s#%s) will be retried: %s", job.id, job.kind, job.repo,
                         job.number, exc)
-            self.queue.retry_later(job, str(exc))
+            message = str(exc)
+            await self._record(index, lambda: self.queue.retry_later(job, message))
+        except sqlite3.Error as exc:  # the database failed under the job: try it again later
+            log.warning("job %s (%s %s#%s) hit a database error, will be retried: %s", job.id,
+                        job.kind, job.repo, job.number, exc)
+            message = f"{type(exc).__name__}: {exc}"
+            await self._record(index, lambda: self.queue.retry_later(job, message))
         except Exception as exc:
             log.exception("job %s (%s %s#%s) failed", job.id, job.kind, job.repo, job.number)
-            self.queue.finish(job, "failed", f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            await self._record(index, lambda: self.queue.finish(job, "failed", error))
         else:
-            self.queue.finish(job, "done")
+            await self._record(index, lambda: self.queue.finish(job, "done"))
+
+    async def _record(self, index: int, write: Callable[[], object]) -> None:
+        """Write a job's outcome, waiting out database errors (never leave it running)."""
+        failures = 0
+        while True:
+            try:
+                write()
+            except sqlite3.Error as exc:
+                if self._stopping:
+                    raise
+                failures += 1
+                await self._back_off(index, failures, exc)
+                continue
+            if failures:
+                self.errors.pop(index, None)
+            return

@@ -13,6 +13,10 @@ able to switch its own review off. Example::
     review_event: comment  # or request_changes: the round's review requests changes then
 
 An invalid file does not stop reviews: the defaults apply and the error is reported once.
+The file is the repository's, so it is read with limits: at most ``MAX_BYTES``, at most
+``MAX_ALIASES`` YAML aliases (an anchor bomb of a few hundred bytes otherwise expands to
+gigabytes) and ``MAX_DEPTH`` levels of nesting; ``bot.round.gather`` parses it off the event
+loop under a deadline. Past any limit the defaults apply, with a note.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from tracker.models import SEVERITIES
 from .review.engine import Settings
 
 PATH = ".github/roundwise.yml"
+MAX_BYTES = 64 * 1024
+MAX_ALIASES = 50
+MAX_DEPTH = 20
 KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks",
         "require_tests", "fail_on", "review_event"}
 REVIEW_EVENTS = ("comment", "request_changes")
@@ -38,10 +45,17 @@ def parse_settings(text: str | None, *, default_drafts: bool = False) -> Setting
     settings = Settings(review_drafts=default_drafts)
     if text is None or not text.strip():
         return settings
+    if len(text.encode("utf-8", errors="replace")) > MAX_BYTES:
+        raise SettingsError(f"{PATH} is larger than {MAX_BYTES // 1024} KB")
+    loader = _BoundedLoader(text)
     try:
-        data = yaml.safe_load(text)
+        data = loader.get_single_data()
     except yaml.YAMLError as exc:
         raise SettingsError(f"{PATH} is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise SettingsError(f"{PATH} is nested too deeply") from None
+    finally:
+        loader.dispose()
     if data is None:
         return settings
     if not isinstance(data, dict):
@@ -81,3 +95,26 @@ def parse_settings(text: str | None, *, default_drafts: bool = False) -> Setting
             raise SettingsError(f"{PATH}: review_event must be one of {', '.join(REVIEW_EVENTS)}")
         settings.review_event = value
     return settings
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with a budget of aliases and a nesting limit (checked as the
+    document is composed, before anything is expanded)."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise SettingsError(f"{PATH} uses more than {MAX_ALIASES} YAML aliases")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise SettingsError(f"{PATH} is nested more than {MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1

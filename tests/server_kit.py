@@ -35,6 +35,7 @@ from bench.replay import throwaway_key
 from bot.app import create_app
 from bot.config import Config
 from bot.github import RetryPolicy
+from bot.serving import GuardedRunner
 from tracker.ledger import Ledger
 
 from .conftest import WEBHOOKS, needs_webhook_fixtures
@@ -273,7 +274,7 @@ async def running_bot(tmp_path: Path, *, start_workers: bool = True,
     async with FakeGitHub(APP_ID, app_keys()[1], **(fake_options or {})) as fake:
         cfg = config_for(fake, tmp_path / "ledger.db", **config)
         app = create_app(cfg, retry=retry, start_workers=start_workers, poll=0.05)
-        runner = web.AppRunner(app, access_log=None)
+        runner = GuardedRunner(app, access_log=None)  # as ``roundwise serve`` runs it
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()

@@ -487,3 +487,35 @@ def test_git_diff_parses_and_replays(old, new):
         target = [line.value.rstrip("\n") for line in hunk if line.is_added or line.is_context]
         result[start:start + hunk.source_length] = target
     assert result == text_lines(new)
+
+
+# ----------------------------------------------------------------------------- issue 9 knobs
+
+
+async def test_a_lost_response_is_applied_and_a_slow_one_arrives_late(fake, gh):
+    fake.lose_response_next("POST", r"/issues/7/comments$")
+    with pytest.raises(gidgethub.GitHubBroken):
+        await gh.post(f"/repos/{REPO}/issues/7/comments", data={"body": "once"})
+    assert [c["body"] for c in fake.issue_comments(REPO, 7)] == ["once"]  # applied anyway
+    assert fake.lost_responses == 1
+    fake.lose_response_next("POST", r"/issues/7/comments$", timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(gidgethub.GitHubBroken):  # a client that waits gets the 502 late
+        await gh.post(f"/repos/{REPO}/issues/7/comments", data={"body": "twice"})
+    assert time.monotonic() - started >= 0.3 and len(fake.issue_comments(REPO, 7)) == 2
+    fake.slow_next("GET", r"/pulls/7$", 0.3)
+    started = time.monotonic()
+    assert (await gh.getitem(f"/repos/{REPO}/pulls/7"))["number"] == 7
+    assert time.monotonic() - started >= 0.3
+
+
+async def test_deleting_a_thread_root_deletes_the_thread(fake, gh):
+    top = fake.add_review_comment(REPO, 7, "bob", "src/new.py", 1, "Why print?")
+    reply = fake.add_review_comment(REPO, 7, "alice", "", 0, "Debugging.", in_reply_to=top["id"])
+    fake.delete_review_comment(REPO, 7, reply["id"])
+    assert [c["id"] for c in fake.review_comments(REPO, 7)] == [top["id"]]
+    fake.delete_review_comment(REPO, 7, top["id"])
+    assert fake.review_comments(REPO, 7) == [] and fake.threads(REPO, 7) == []
+    with pytest.raises(gidgethub.BadRequest):  # replying to it is GitHub's 404
+        await gh.post(f"/repos/{REPO}/pulls/7/comments/{top['id']}/replies",
+                      data={"body": "x"})

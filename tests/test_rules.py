@@ -268,12 +268,12 @@ def test_an_outdated_review_comment_keeps_its_original_anchor():
 
     payload = {"id": 5, "user": {"login": "rev"}, "body": "rename this", "path": "a.py",
                "line": None, "start_line": None, "original_line": 12, "original_start_line": 10,
-               "commit_id": "new" * 10, "original_commit_id": "old" * 10, "side": "RIGHT"}
+               "commit_id": "a" * 40, "original_commit_id": "b" * 40, "side": "RIGHT"}
     c = comment_from_payload(payload, "review_comment", set())
-    assert (c.path, c.start_line, c.line, c.commit_id) == ("a.py", 10, 12, "old" * 10)
+    assert (c.path, c.start_line, c.line, c.commit_id) == ("a.py", 10, 12, "b" * 40)
     fresh = comment_from_payload({**payload, "line": 14, "start_line": 13}, "review_comment",
                                  set())
-    assert (fresh.start_line, fresh.line, fresh.commit_id) == (13, 14, "new" * 10)
+    assert (fresh.start_line, fresh.line, fresh.commit_id) == (13, 14, "a" * 40)
     event = {"kind": "review_comment", "id": 5, "path": "a.py", "line": None,
              "original_line": 7, "body": "x"}
     assert event_comment(event).line == 7

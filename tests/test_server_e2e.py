@@ -19,6 +19,7 @@ from bot import render
 
 from .conftest import EXAMPLES, needs_webhook_fixtures
 from .server_kit import (
+    BASE_SHA,
     HEAD1,
     HEAD2,
     HEAD3,
@@ -148,7 +149,8 @@ async def test_rate_limits_and_5xx_are_retried_and_the_round_completes(tmp_path)
         assert bot.jobs()[0]["attempts"] == 1  # retried inside the job, not re-queued
         assert [r["status"] for r in bot.rounds()] == ["complete"]
         # The retries are visible on the fake: each failed call was made once more.
-        assert len(bot.calls("GET", rf"/pulls/{NUMBER}$")) == 3  # JSON (failed, again), diff
+        assert len(bot.calls("GET", rf"/pulls/{NUMBER}$")) == 2  # JSON (failed, again)
+        assert len(bot.calls("GET", rf"/compare/{BASE_SHA}\.\.\.{HEAD1}$")) == 1  # pinned diff
         assert len(bot.calls("POST", rf"/pulls/{NUMBER}/reviews$")) == 2
         assert len(bot.calls("GET", rf"/issues/{NUMBER}/comments$")) == 2
         assert len(bot.calls("GET", r"/contents/app/core\.py$")) == 2

@@ -163,9 +163,10 @@ class Ledger:
             return self._get("rounds", pk)
 
     def finish_round(self, pr_id: int, number: int, status: str = "complete", **stats) -> None:
-        """Close a round: ``complete`` or ``failed`` (with ``error``), plus any stats columns."""
-        if status not in ("complete", "failed"):
-            raise LedgerError(f"a round ends complete or failed, not {status!r}")
+        """Close a round: ``complete``, ``failed`` (with ``error``) or ``superseded`` (a newer
+        head took over before it completed), plus any stats columns."""
+        if status not in ("complete", "failed", "superseded"):
+            raise LedgerError(f"a round ends complete or failed (or superseded), not {status!r}")
         row = self.round(pr_id, number)
         if row is None:
             raise LedgerError(f"no round {number} on PR {pr_id}")

@@ -45,7 +45,7 @@ def m001_core(db: Database) -> None:
             "number": int,
             "base_sha": str,
             "head_sha": str,
-            "status": str,  # running, complete, failed
+            "status": str,  # running, complete, failed, superseded
             "started_at": str,
             "finished_at": str,
             "seconds": float,

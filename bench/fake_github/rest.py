@@ -4,6 +4,7 @@ rate limits, scripted faults and the REST handlers.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import math
@@ -249,6 +250,8 @@ class RestApi:
         path = self._normalise(request.path)
         resource = "graphql" if path == "/graphql" else "core"
         fault = self._take_fault(request.method, (request.path, path))
+        if fault is not None and fault.lose:
+            return await self._lossy(fault, request, path, body, parsed, resource)
         if fault is not None:
             response = self._fault_response(fault)
             response.headers.update({**self._rate_headers(resource), **fault.headers})
@@ -258,6 +261,24 @@ class RestApi:
         except ApiError as error:
             response = self._json(error.body, error.status)
             response.headers.update(error.headers)
+        for name, value in self._rate_headers(resource).items():
+            response.headers.setdefault(name, value)
+        return response
+
+    async def _lossy(self, fault: _Fault, request: web.Request, path: str, body: Any,
+                     parsed: bool, resource: str) -> web.StreamResponse:
+        """A slow answer, or a call applied whose answer is then lost (502 or never sent)."""
+        try:
+            response = await self._handle(request, path, body, parsed)
+        except ApiError as error:
+            response = self._json(error.body, error.status)
+            response.headers.update(error.headers)
+        lost = fault.lose != "slow" and response.status < 400
+        if lost:
+            self.lost_responses += 1
+            response = self._fault_response(fault)
+        if fault.delay:
+            await asyncio.sleep(fault.delay)
         for name, value in self._rate_headers(resource).items():
             response.headers.setdefault(name, value)
         return response

@@ -67,6 +67,8 @@ class _Fault:
     body: Any
     headers: dict[str, str]
     times: int
+    lose: str | None = None  # "502" or "timeout": apply the call, then lose its response
+    delay: float = 0.0  # seconds to wait before answering (or before the lost response)
 
 
 @dataclass
@@ -272,6 +274,7 @@ class FakeState:
         self.url = ""
         self.requests: list[RecordedRequest] = []
         self.token_issuances = 0
+        self.lost_responses = 0  # answers thrown away by lose_response_next
         self._runner: web.AppRunner | None = None
         self._installations: dict[int, dict[str, Any]] = {}
         self._repos: dict[str, _Repo] = {}
@@ -522,6 +525,41 @@ class FakeState:
         )
         headers = {} if retry_after is None else {"retry-after": str(retry_after)}
         self.fail_next(method, path_regex, status, basic_error(status, message), headers, times)
+
+    def lose_response_next(self, method: str, path_regex: str, *, timeout: float | None = None,
+                           times: int = 1) -> None:
+        """Apply the next ``times`` matching calls, then lose their answers: a 502 (an HTML
+        body, as GitHub's front end sends) or, with ``timeout``, no answer for that many seconds
+        (the client gives up first). A call that failed anyway answers as usual."""
+        self._faults.append(_Fault(method.upper(), re.compile(path_regex), 502,
+                                   "<html><body>502 Bad Gateway</body></html>", {}, times,
+                                   lose="timeout" if timeout else "502",
+                                   delay=timeout or 0.0))
+
+    def slow_next(self, method: str, path_regex: str, seconds: float, times: int = 1) -> None:
+        """Answer the next ``times`` matching calls normally, but ``seconds`` late."""
+        self._faults.append(_Fault(method.upper(), re.compile(path_regex), 200, None, {}, times,
+                                   lose="slow", delay=seconds))
+
+    def delete_review_comment(self, repo: str, number: int, comment_id: int) -> None:
+        """Someone deletes review comment ``comment_id``; deleting the first comment of a
+        thread takes the whole thread (and its replies) with it."""
+        _, pr = self._pr(repo, number)
+        comment = self._comment_by_id(pr, comment_id)
+        if comment is None:
+            raise KeyError(f"no review comment {comment_id} on {repo}#{number}")
+        if comment.reply_to is None:
+            pr.threads = [t for t in pr.threads if t.node_id != comment.thread_id]
+            pr.comments = [c for c in pr.comments if c.thread_id != comment.thread_id]
+        else:
+            thread = next(t for t in pr.threads if t.node_id == comment.thread_id)
+            thread.comment_ids.remove(comment_id)
+            pr.comments.remove(comment)
+
+    def delete_issue_comment(self, repo: str, number: int, comment_id: int) -> None:
+        """Someone deletes conversation comment ``comment_id``."""
+        _, pr = self._pr(repo, number)
+        pr.issue_comments = [c for c in pr.issue_comments if c.id != comment_id]
 
     def _take_fault(self, method: str, paths: tuple[str, ...]) -> _Fault | None:
         for fault in self._faults:

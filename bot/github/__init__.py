@@ -9,5 +9,5 @@ from .client import GitHubApp, RepoClient, RetryPolicy, files_to_diff, graphql_e
 from .errors import GitHubError
 from .forge import GitHubForge
 
-__all__ = ["GitHubApp", "GitHubError", "GitHubForge", "RepoClient", "RetryPolicy", "client",
+__all__ = ["GitHubApp", "GitHubError", "GitHubForge", "RepoClient", "RetryPolicy", "body", "client",
            "errors", "files_to_diff", "forge", "graphql_endpoint", "payloads", "webhooks"]

@@ -28,6 +28,7 @@ import jwt
 from gidgethub.aiohttp import GitHubAPI
 
 from .. import metrics
+from ..confine import repo_path
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class RetryPolicy:
     backoff: float = 1.0  # first wait; doubles every attempt, with jitter
     max_wait: float = 120.0  # never sleep longer than this for one retry
     secondary_wait: float = 60.0  # GitHub's advice when a secondary limit gives no hint
+    timeout: float = 60.0  # seconds one HTTP call may take (the server's session timeout)
 
 
 def graphql_endpoint(api_url: str) -> str:
@@ -131,10 +133,21 @@ class GitHubApp:
         return RepoClient(self, installation_id, full_name)
 
     async def _with_retries(self, method: str, url: str, call: Callable[[], Awaitable[Any]],
-                            *, installation_id: int | None = None) -> Any:
-        """Run one API call, retrying what GitHub says may be retried."""
+                            *, installation_id: int | None = None,
+                            probe: Callable[[], Awaitable[Any]] | None = None) -> Any:
+        """Run one API call, retrying what GitHub says may be retried.
+
+        ``probe`` (for writes that are not idempotent) looks on GitHub for what the call would
+        have written: before every retry it runs, and when it finds the write (GitHub applied
+        it but its answer was lost: a 502, a timeout) that is the call's result."""
         policy = self.retry
         for attempt in range(1, policy.attempts + 1):
+            if attempt > 1 and probe is not None:
+                found = await probe()
+                if found is not None:
+                    log.info("GitHub call %s %s had been applied; not sent again", method, url)
+                    metrics.GITHUB_CALLS.labels(method=method, outcome="applied").inc()
+                    return found
             try:
                 result = await call()
                 metrics.GITHUB_CALLS.labels(method=method, outcome="ok").inc()
@@ -244,7 +257,7 @@ class RepoClient:
         self.full_name = full_name
         self.owner, _, self.name = full_name.partition("/")
 
-    async def _call(self, method: str, url: str, **kwargs) -> Any:
+    async def _call(self, method: str, url: str, *, probe=None, **kwargs) -> Any:
         async def run():
             token = await self.app.installation_token(self.installation_id)
             api = self.app._api(token)
@@ -258,7 +271,7 @@ class RepoClient:
                 return await api.put(url, **kwargs)
             raise ValueError(method)
 
-        return await self.app._with_retries(method, url, run,
+        return await self.app._with_retries(method, url, run, probe=probe,
                                             installation_id=self.installation_id)
 
     async def _pages(self, url: str) -> list[Any]:
@@ -285,17 +298,22 @@ class RepoClient:
         return files_to_diff(files)
 
     async def compare_diff(self, base: str, head: str) -> str:
-        return await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"),
+        return await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"),
                                 accept=DIFF) or ""
 
     async def compare_status(self, base: str, head: str) -> str:
         """How ``head`` relates to ``base``: ahead, behind, diverged or identical."""
-        data = await self._call("GET", self._url(f"/compare/{quote(base)}...{quote(head)}"))
+        data = await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"))
         return str(data.get("status") or "") if isinstance(data, dict) else ""
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
-        """A file's text at ``ref`` (default branch when None); None when it does not exist."""
-        url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref)}" if ref else "")
+        """A file's text at ``ref`` (default branch when None); None when it does not exist
+        (or the path would leave the repository: ``bot.confine``)."""
+        if repo_path(path) != path:
+            log.warning("not reading %r: not a path inside the repository", path[:200])
+            return None
+        url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref, safe='')}" if ref
+                                                        else "")
         try:
             data = await self._call("GET", url)
         except NotFound:
@@ -314,18 +332,37 @@ class RepoClient:
     async def create_review(self, number: int, commit_id: str, body: str,
                             comments: list[dict], event: str = "COMMENT") -> dict:
         data = {"commit_id": commit_id, "body": body, "event": event, "comments": comments}
-        return await self._call("POST", self._url(f"/pulls/{number}/reviews"), data=data)
+
+        async def probe():  # every inline comment's body is unique (its hidden marker)
+            if not comments:
+                return next((r for r in await self._pages(self._url(
+                    f"/pulls/{number}/reviews?per_page=100")) if r.get("body") == body
+                    and r.get("commit_id") == commit_id), None)
+            have = {c.get("body") for c in await self.review_comments(number)}
+            return {"comments": "applied"} if all(c["body"] in have for c in comments) else None
+
+        return await self._call("POST", self._url(f"/pulls/{number}/reviews"), data=data,
+                                probe=probe)
 
     async def reply(self, number: int, comment_id: int, body: str) -> dict:
+        async def probe():
+            return next((c for c in await self.review_comments(number)
+                         if c.get("in_reply_to_id") == comment_id and c.get("body") == body),
+                        None)
+
         return await self._call("POST", self._url(f"/pulls/{number}/comments/{comment_id}/replies"),
-                                data={"body": body})
+                                data={"body": body}, probe=probe)
 
     async def issue_comments(self, number: int) -> list[dict]:
         return await self._pages(self._url(f"/issues/{number}/comments?per_page=100"))
 
     async def create_issue_comment(self, number: int, body: str) -> dict:
+        async def probe():
+            return next((c for c in await self.issue_comments(number)
+                         if c.get("body") == body), None)
+
         return await self._call("POST", self._url(f"/issues/{number}/comments"),
-                                data={"body": body})
+                                data={"body": body}, probe=probe)
 
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
         return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),
@@ -347,7 +384,7 @@ class RepoClient:
     async def permission(self, user: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (unknown users have none)."""
         try:
-            data = await self._call("GET", self._url(f"/collaborators/{quote(user)}/permission"))
+            data = await self._call("GET", self._url(f"/collaborators/{_seg(user)}/permission"))
         except NotFound:
             return "none"
         return data.get("permission") or "none"
@@ -376,6 +413,12 @@ class RepoClient:
 
     async def resolve_thread(self, thread_id: str) -> None:
         await self.graphql(RESOLVE_MUTATION, id=thread_id)
+
+
+def _seg(value: str) -> str:
+    """One URL path segment: everything quoted, "/" and dot segments included."""
+    value = quote(str(value), safe="")
+    return value.replace(".", "%2E") if value in (".", "..") else value
 
 
 def files_to_diff(files: list[dict]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from aiohttp import web
 
 from .. import metrics
 from ..commands import parse_command
+from .body import BodyRefused, parse_payload, read_signed
 
 log = logging.getLogger(__name__)
 
@@ -164,10 +164,14 @@ def _label(event: str) -> str:
 
 async def handle_webhook(request: web.Request) -> web.Response:
     state = request.app["state"]
-    body = await request.read()
     event = request.headers.get("X-GitHub-Event", "")
-    if not verify_signature(body, request.headers.get("X-Hub-Signature-256"),
-                            state.config.webhook_secret):
+    try:  # bot.github.body: no inflating, a size cap and a deadline before the signature
+        body = await read_signed(request, state.config.webhook_secret)
+    except BodyRefused as exc:
+        metrics.DELIVERIES.labels(event=_label(event), outcome="refused").inc()
+        return web.json_response({"error": exc.reason}, status=exc.status,
+                                 headers={"Connection": "close"})
+    if body is None:
         metrics.DELIVERIES.labels(event=_label(event), outcome="bad_signature").inc()
         return web.json_response({"error": "signature missing or wrong"}, status=401)
     delivery = request.headers.get("X-GitHub-Delivery", "")
@@ -176,7 +180,7 @@ async def handle_webhook(request: web.Request) -> web.Response:
         return web.json_response({"error": "X-GitHub-Event and X-GitHub-Delivery are required"},
                                  status=400)
     try:
-        payload = json.loads(body)
+        payload = parse_payload(body)
         if not isinstance(payload, dict):
             raise BadPayload("the body must be a JSON object")
         target = route(event, payload, state.config.bot_logins)

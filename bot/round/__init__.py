@@ -14,5 +14,5 @@ from .publish import post_summary, publish, summary_body
 from .runner import RoundRunner
 
 __all__ = ["NewDefect", "RoundInputs", "RoundPlan", "RoundRecord", "RoundRunner", "commit",
-           "gather", "plan", "post_summary", "publish", "read_settings", "runner",
+           "gather", "handover", "plan", "post_summary", "publish", "read_settings", "runner",
            "summary_body"]

@@ -8,6 +8,7 @@ after it works on the ``RoundInputs`` it returns.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.models import Defect
 
-from ..forge import ForgeReader, NotFound, PullRequest, Unprocessable
+from ..forge import ForgeReader, NotAcceptable, NotFound, PullRequest, Unprocessable
 from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
 from ..settings import PATH as SETTINGS_PATH
@@ -26,6 +27,7 @@ __all__ = ["MAX_FILES", "RoundInputs", "gather", "read_settings"]
 log = logging.getLogger(__name__)
 
 MAX_FILES = 300  # changed files whose text is fetched for one round
+SETTINGS_TIMEOUT = 5.0  # seconds to parse the repository's settings file
 
 
 @dataclass
@@ -42,10 +44,14 @@ async def read_settings(forge: ForgeReader, default_drafts: bool = False
                         ) -> tuple[Settings, str | None]:
     """The repository's settings from the default branch (never the PR's head), and any error."""
     text = await forge.file_text(SETTINGS_PATH)
-    try:
-        return parse_settings(text, default_drafts=default_drafts), None
+    try:  # off the loop: the file is the repository's, webhooks must not wait for it
+        parsing = asyncio.to_thread(parse_settings, text, default_drafts=default_drafts)
+        return await asyncio.wait_for(parsing, SETTINGS_TIMEOUT), None
     except SettingsError as exc:
         return Settings(review_drafts=default_drafts), str(exc)
+    except TimeoutError:
+        return Settings(review_drafts=default_drafts), \
+            f"{SETTINGS_PATH} took over {SETTINGS_TIMEOUT:g}s to read"
 
 
 async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest, number: int,
@@ -53,7 +59,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``."""
     head = pull.head_sha
     previous = store.last_round(pr["id"])
-    pr_diff = await forge.pull_diff(pull.number)
+    pr_diff = await _pr_diff(forge, pull)
     if previous is None:
         round_diff = pr_diff  # the first round: the whole PR is new
     elif previous["head_sha"] == head:
@@ -78,6 +84,18 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         patches=patches, upstream_diff=upstream_diff,
     )
     return RoundInputs(ctx, pr["id"], number, int(store.next_key(pr["id"])[1:]))
+
+
+async def _pr_diff(forge: ForgeReader, pull: PullRequest) -> str:
+    """The PR's diff pinned to the head under review (``base...head``), never "the PR's diff
+    now": a push while the round runs must not give it a diff of another head. Only when the
+    forge will not give so large a comparison does the round take the PR's own diff."""
+    if pull.base_sha:
+        try:
+            return await forge.compare_diff(pull.base_sha, pull.head_sha)
+        except NotAcceptable:
+            log.info("the comparison is too large; using the pull request's diff")
+    return await forge.pull_diff(pull.number)
 
 
 async def _round_diff(forge: ForgeReader, previous: dict, head: str, pr_diff: str,

@@ -46,10 +46,11 @@ class RoundRecord:
     replies: dict[str, int] = field(default_factory=dict)  # key -> reply id
     threads: dict[str, str] = field(default_factory=dict)  # key -> resolved thread id
     not_inline: list[str] = field(default_factory=list)  # keys the forge refused inline
+    vanished: list[str] = field(default_factory=list)  # keys whose thread was deleted
 
     def to_json(self) -> dict:
         out: dict = {}
-        for name in ("new", "replies", "threads", "not_inline"):
+        for name in ("new", "replies", "threads", "not_inline", "vanished"):
             value = getattr(self, name)
             if value:
                 out[name] = value
@@ -61,7 +62,8 @@ class RoundRecord:
         return cls(new={k: int(v) for k, v in (data.get("new") or {}).items()},
                    replies={k: int(v) for k, v in (data.get("replies") or {}).items()},
                    threads=dict(data.get("threads") or {}),
-                   not_inline=list(data.get("not_inline") or []))
+                   not_inline=list(data.get("not_inline") or []),
+                   vanished=list(data.get("vanished") or []))
 
 
 @dataclass

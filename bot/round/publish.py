@@ -16,7 +16,7 @@ from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
 
 from .. import render, summary
-from ..forge import Comment, Forge, InlineComment, Unprocessable
+from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
 from .plan import RoundPlan, RoundRecord
 
 __all__ = ["post_summary", "publish", "summary_body"]
@@ -81,8 +81,14 @@ async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan
             continue
         reply_id = posted.get(("state", decision.key, number))  # posted before a crash
         if reply_id is None:
-            reply_id = await forge.reply(pr["number"], root["id"],
-                                         render.state_reply(defect, decision, number))
+            try:
+                reply_id = await forge.reply(pr["number"], root["id"],
+                                             render.state_reply(defect, decision, number))
+            except NotFound:  # someone deleted the thread: the summary carries the change
+                log.info("the thread of %s is gone; its change goes in the summary",
+                         decision.key)
+                record.vanished.append(decision.key)
+                continue
         record.replies[decision.key] = reply_id
 
 
@@ -118,6 +124,9 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
     for note in summary.notes_to_show(store, pr_id, number, plan.notes if plan else [], rows):
         notes.append(f"ℹ️ **Note:** {note} (Set `require_tests: true` in "
                      "`.github/roundwise.yml` to track this as a defect.)")
+    if record and record.vanished:
+        notes.append("These defects' threads were deleted on GitHub; their changes are shown "
+                     "here only: " + ", ".join(record.vanished) + ".")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
     pr = store.db["pull_requests"].get(pr_id)

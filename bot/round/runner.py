@@ -23,6 +23,7 @@ from ..jobs import Job
 from ..review.engine import Engine
 from .commit import commit
 from .gather import gather, read_settings
+from .handover import close_superseded
 from .plan import RoundPlan, plan
 from .publish import publish, summary_body
 
@@ -61,6 +62,8 @@ class RoundRunner:
                                       author=pull.author)
         async with self.serializer.hold(pr["id"]):
             started = self.clock()
+            await close_superseded(forge, self.ledger, pr, pull.head_sha,
+                                   bot_logins=self.bot_logins, bot_login=self.bot_login)
             rnd = self.ledger.begin_round(pr["id"], pull.head_sha, pull.base_sha,
                                           force=bool(job.payload.get("force")))
             if rnd["status"] == "complete":

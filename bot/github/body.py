@@ -1,0 +1,116 @@
+"""Reading a webhook delivery's body without trusting it first.
+
+Anyone can POST to ``/webhook``; until the signature checks out, a request must cost little.
+``read_signed`` refuses compressed bodies (GitHub sends none, and a 200 KB gzip bomb inflates to
+gigabytes), refuses a ``Content-Length`` over GitHub's 25 MB before reading a byte, reads the
+body in chunks under a deadline (a slow sender is cut off), hashes it as it arrives and spools
+it to a temporary file past a small size, so twenty 24 MB bodies at once do not sit in memory:
+only a correctly signed body is ever held whole. A client that goes away is one log line.
+
+``parse_payload`` is for signed bodies that are still hostile: JSON nested too deep, or
+integers no 64-bit column can hold, are a 400 and not a 500 with a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import tempfile
+
+import aiohttp
+from aiohttp import web
+
+__all__ = [
+    "MAX_BODY",
+    "MAX_DEPTH",
+    "READ_TIMEOUT",
+    "BodyRefused",
+    "parse_payload",
+    "read_signed",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 25 * 1024 * 1024  # GitHub does not send payloads over 25 MB
+READ_TIMEOUT = 10.0  # seconds to receive a whole body (GitHub itself gives up after 10 s)
+IN_MEMORY = 256 * 1024  # bodies past this size are spooled to a temporary file while read
+CHUNK = 64 * 1024
+MAX_DEPTH = 64  # nesting of JSON objects and arrays in a payload (GitHub's are far shallower)
+INT_RANGE = (-(2 ** 63), 2 ** 63 - 1)  # what SQLite's INTEGER holds
+
+
+class BodyRefused(Exception):
+    """A body the server will not read: ``status`` and a reason for the client."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX_BODY,
+                      timeout: float | None = None) -> bytes | None:
+    """The body when ``X-Hub-Signature-256`` is its HMAC with ``secret``, else None.
+
+    Raises ``BodyRefused`` for a compressed, oversized, slow or abandoned body.
+    """
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise BodyRefused(415, f"compressed bodies ({encoding}) are not accepted")
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise BodyRefused(413, f"bodies over {max_bytes} bytes are not accepted")
+    header = request.headers.get("X-Hub-Signature-256") or ""
+    if not header.startswith("sha256="):
+        return None  # nothing to check it against: read nothing
+    digest = hmac.new(secret.encode(), digestmod=hashlib.sha256)
+    size, timeout = 0, timeout or READ_TIMEOUT
+    with tempfile.SpooledTemporaryFile(max_size=IN_MEMORY) as spool:
+        try:
+            async with asyncio.timeout(timeout):
+                async for chunk in request.content.iter_chunked(CHUNK):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise BodyRefused(413, f"bodies over {max_bytes} bytes are not accepted")
+                    digest.update(chunk)
+                    spool.write(chunk)
+        except TimeoutError:
+            raise BodyRefused(408, f"the body did not arrive within {timeout:g}s") from None
+        except (ConnectionError, aiohttp.ClientError) as exc:
+            log.info("client %s went away while sending a body: %s", request.remote,
+                     type(exc).__name__)
+            raise BodyRefused(400, "the body was cut off") from None
+        expected = "sha256=" + digest.hexdigest()
+        if not hmac.compare_digest(expected.encode(), header.strip().encode()):
+            return None
+        spool.seek(0)
+        return spool.read()
+
+
+def parse_payload(body: bytes) -> object:
+    """JSON from a signed body; ValueError for what is not JSON a column can hold."""
+    try:
+        payload = json.loads(body)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    _check(payload)
+    return payload
+
+
+def _check(payload: object) -> None:
+    """Walk the payload without recursion: depth and integer range."""
+    stack = [(payload, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+                raise ValueError("an integer is out of the 64-bit range")
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)

@@ -1,0 +1,71 @@
+"""Is this server able to do its work? And is it the only one on its ledger file?
+
+``/healthz`` used to say ok while every worker was dead or the database could not be written
+(disk full), so nothing restarted the server. ``problems(state)`` writes a heartbeat row (a real
+write: it fails while the disk is full) and asks the worker pool for dead or failing workers;
+any problem makes ``/healthz`` answer 503 with the reasons.
+
+One SQLite ledger file takes one server: two processes on it fight over locks, and each
+re-queues the other's running jobs at start-up. Until a PostgreSQL backend exists,
+``ServerLock`` (an exclusive ``flock`` on ``<ledger>.lock``, released by the OS even after
+``kill -9``) makes a second server on the same file refuse to start, saying why.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from pathlib import Path
+
+from tracker.ledger import now
+
+__all__ = ["AlreadyServing", "ServerLock", "problems"]
+
+
+class AlreadyServing(RuntimeError):
+    """Another live process serves this ledger file."""
+
+
+class ServerLock:
+    """An exclusive lock on ``<db_path>.lock`` for as long as this server runs."""
+
+    def __init__(self, db_path: str | os.PathLike):
+        self.path = Path(f"{db_path}.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise AlreadyServing(
+                f"another roundwise server (pid {holder}) is using the ledger "
+                f"{str(self.path)[:-5]}; one SQLite ledger takes one server: stop it, or give "
+                "this one its own ROUNDWISE_DB") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+def problems(state) -> list[str]:
+    """Why the server cannot do its work now (empty when healthy)."""
+    out = []
+    try:
+        with state.ledger.transaction():
+            state.ledger.db.execute(
+                "create table if not exists heartbeat (id integer primary key, at text)")
+            state.ledger.db.execute("insert or replace into heartbeat (id, at) values (1, ?)",
+                                    [now()])
+    except sqlite3.Error as exc:  # disk full, read-only, locked: the reason goes to the caller
+        out.append(f"the ledger database cannot be written: {type(exc).__name__}: {exc}")
+    if state.workers is not None:
+        out.extend(state.workers.problems())
+    return out
