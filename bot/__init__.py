@@ -1,4 +1,5 @@
 """The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""
 
-__all__ = ["app", "cli", "commands", "config", "forge", "github", "handlers", "jobs", "local",
-           "localgit", "metrics", "render", "review", "round", "settings"]
+__all__ = ["app", "appkeys", "cli", "commands", "config", "disconnects", "envfile", "forge",
+           "github", "handlers", "home", "jobs", "local", "localgit", "logs", "metrics", "render",
+           "review", "round", "sarif", "settings", "startup", "textreport"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from .. import metrics
+from ..appkeys import STATE
 from ..commands import parse_command
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ def _label(event: str) -> str:
 
 
 async def handle_webhook(request: web.Request) -> web.Response:
-    state = request.app["state"]
+    state = request.app[STATE]
     body = await request.read()
     event = request.headers.get("X-GitHub-Event", "")
     if not verify_signature(body, request.headers.get("X-Hub-Signature-256"),
