@@ -2,4 +2,4 @@
 
 __all__ = ["app", "appkeys", "cli", "commands", "config", "disconnects", "envfile", "forge",
            "github", "handlers", "home", "jobs", "local", "localgit", "logs", "metrics", "render",
-           "review", "round", "sarif", "settings", "startup", "textreport"]
+           "review", "round", "sarif", "settings", "setup", "startup", "textreport"]

@@ -1,4 +1,5 @@
-"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App) and ``review`` (local git).
+"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App), ``setup`` (create the App)
+and ``review`` (local git).
 
 ``roundwise.cli`` composes these with the bench's; this module knows nothing of the bench.
 """
@@ -27,8 +28,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     serve.set_defaults(func=cmd_serve)
 
     from .local import add_commands as add_local
+    from .setup import add_commands as add_setup
 
     add_local(sub)
+    add_setup(sub)
 
 
 def cmd_serve(args) -> int:

@@ -8,21 +8,23 @@ validation, GraphQL review threads, rate-limit headers, absolute ``Link`` pagina
 faults. State lives in memory and is set up (or acted on as a human) through plain methods. The
 fake never sends webhooks; ``bench.payloads`` builds them from its state.
 
-The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers)
-and ``graphql`` (the GraphQL subset); ``FakeGitHub`` joins them.
+The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers),
+``graphql`` (the GraphQL subset) and ``manifests`` (the App-manifest flow); ``FakeGitHub``
+joins them.
 """
 
 from __future__ import annotations
 
 from .graphql import GraphQLApi, GraphQLSyntaxError, parse_graphql, validate_graphql
+from .manifests import ManifestApi
 from .rest import RestApi
 from .state import ApiError, FakeState, RecordedRequest, basic_error
 
 __all__ = ["ApiError", "FakeGitHub", "GraphQLSyntaxError", "RecordedRequest", "basic_error",
-           "graphql", "parse_graphql", "rest", "state", "validate_graphql"]
+           "graphql", "manifests", "parse_graphql", "rest", "state", "validate_graphql"]
 
 
-class FakeGitHub(RestApi, GraphQLApi, FakeState):
+class FakeGitHub(RestApi, GraphQLApi, ManifestApi, FakeState):
     """In-memory GitHub serving the REST and GraphQL calls the bot makes, over real HTTP.
 
     ``app_id`` and the App's RSA public key PEM verify App JWTs. ``token_ttl`` sets how long
