@@ -105,6 +105,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
             key = Path(key_path).expanduser().read_text()
         except OSError as exc:
             problems.append(f"GITHUB_PRIVATE_KEY_PATH={key_path!r} cannot be read ({exc.strerror})")
+    if len(key) > 1 and key[0] == key[-1] == '"':
+        key = key[1:-1]  # a quoted value passed through as is (docker run --env-file)
     if key and "\\n" in key and "\n" not in key:
         key = key.replace("\\n", "\n")  # keys pasted into one-line env files
     if not key and not key_path:

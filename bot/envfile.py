@@ -50,7 +50,13 @@ def parse_env(text: str, source: str = ".env") -> dict[str, str]:
     return out
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9_./:@+\[\]-]*")
+
+
 def _quote(value: str) -> str:
+    """Plain values stay bare (``docker run --env-file`` takes quotes literally)."""
+    if _PLAIN.fullmatch(value):
+        return value
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
 

@@ -134,3 +134,18 @@ def test_app_yml_is_the_built_in_manifest_with_subscribable_events_only():
     built = build_manifest(app_yml, "https://x.example/", "http://127.0.0.1:3000/redirect")
     assert (built["url"], built["hook_attributes"]["url"]) == ("https://x.example",
                                                                "https://x.example/webhook")
+
+
+def test_the_env_file_also_works_as_docker_run_reads_it(tmp_path):
+    """``docker run --env-file`` splits at the first ``=`` and keeps quotes: still loads."""
+    from bot.envfile import write_env
+
+    write_env(tmp_path / ".env", {"GITHUB_APP_ID": "1234", "GITHUB_WEBHOOK_SECRET": "ab12cd",
+                                  "GITHUB_PRIVATE_KEY": app_keys()[0],
+                                  "ROUNDWISE_BOT_LOGIN": "my-app[bot]"}, header="secrets")
+    literal = dict(line.split("=", 1) for line in (tmp_path / ".env").read_text().splitlines()
+                   if line and not line.startswith("#"))
+    assert literal["GITHUB_WEBHOOK_SECRET"] == "ab12cd"  # plain values are not quoted
+    assert literal["GITHUB_PRIVATE_KEY"].startswith('"-----BEGIN')
+    config = load_config(literal)
+    assert config.private_key == app_keys()[0] and config.bot_login == "my-app[bot]"
