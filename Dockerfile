@@ -17,13 +17,13 @@ RUN python -m venv /opt/roundwise
 # Dependencies first, from pyproject.toml alone: a code change does not reinstall them.
 COPY pyproject.toml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt \
-    && /opt/roundwise/bin/pip install -r requirements.txt
+    && /opt/roundwise/bin/pip install --no-compile -r requirements.txt
 COPY README.md ./
 COPY tracker ./tracker
 COPY bot ./bot
 COPY bench ./bench
 COPY roundwise ./roundwise
-RUN /opt/roundwise/bin/pip install --no-deps . \
+RUN /opt/roundwise/bin/pip install --no-compile --no-deps . \
     && find /opt/roundwise -name "__pycache__" -type d -prune -exec rm -rf {} +
 
 # -- run: the virtualenv on a clean base, as an unprivileged user ---------------------------------

@@ -278,3 +278,39 @@ async def test_a_client_hanging_up_mid_body_is_one_warning_line(tmp_path, caplog
         assert "POST /webhook" in line and "delivery d-123" in line
         assert not any(r.exc_info for r in caplog.records)
         assert bot.jobs() == []
+
+
+async def test_json_logs_put_the_delivery_and_pr_on_every_line_of_a_job(tmp_path):
+    import aiohttp
+
+    from bench import payloads
+    from bench.fake_github import FakeGitHub
+
+    from .server_kit import APP_ID, NUMBER, REPO, open_pr
+
+    async with FakeGitHub(APP_ID, app_keys()[1]) as fake:
+        open_pr(fake)
+        env = base_env(tmp_path, GITHUB_API_URL=fake.url, ROUNDWISE_LOG_FORMAT="json",
+                       ROUNDWISE_BOT_LOGIN=fake.bot_login)
+        server = await asyncio.to_thread(Server, env, tmp_path)
+        try:
+            ready = json.loads(server.ready)
+            assert ready["level"] == "info" and " ready on " in ready["message"]
+            assert "delivery" not in ready
+            body = payloads.encode(payloads.pull_request(fake, REPO, NUMBER, "opened"))
+            headers = payloads.headers("pull_request", body, "s3cret", "delivery-json-1")
+            async with aiohttp.ClientSession() as session, session.post(
+                    f"http://127.0.0.1:{server.port}/webhook", data=body,
+                    headers=headers) as resp:
+                assert resp.status == 202, await resp.text()
+            records = []
+            while not any(r.get("logger") == "bot.handlers" for r in records):
+                line = await asyncio.to_thread(server.proc.stderr.readline)
+                assert line, records
+                records.append(json.loads(line))  # every line is one JSON object
+        finally:
+            server.stop()
+    job_lines = [r for r in records if r.get("logger", "").startswith("bot.")]
+    assert job_lines
+    for record in job_lines:
+        assert record["delivery"] == "delivery-json-1" and record["pr"] == f"{REPO}#{NUMBER}"
