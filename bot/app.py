@@ -1,8 +1,10 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
 ``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
-and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). On start-up it opens the ledger, re-queues jobs a crash interrupted and
-starts the worker pool; on shutdown it stops the workers and closes everything.
+and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). On start-up
+it opens the ledger, re-queues jobs a crash interrupted and starts the worker pool; on shutdown
+it stops the workers and closes everything. ``serve`` reads ``.env``, runs the start-up checks
+(``bot.startup``) and logs the ready line once listening.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
     """The server for ``config``. ``engine`` and ``retry`` may be given (tests, the bench)."""
     from .home import docs, home
 
-    app = web.Application(client_max_size=MAX_BODY, middlewares=[disconnects])
+    app = web.Application(client_max_size=MAX_BODY)
+    app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
     ledger = Ledger(config.db_path)
     state = State(config=config, ledger=ledger, queue=JobQueue(ledger))
     app[STATE] = state
