@@ -1,5 +1,6 @@
 """The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""
 
-__all__ = ["app", "checks", "cli", "commands", "config", "confine", "forced", "forge",
-           "github", "handlers", "health", "jobs", "live", "local", "localgit", "metrics",
-           "render", "review", "round", "serving", "settings", "stats", "summary"]
+__all__ = ["app", "appkeys", "checks", "cli", "commands", "config", "confine", "disconnects",
+           "envfile", "forced", "forge", "github", "handlers", "health", "home", "jobs", "live",
+           "local", "localgit", "logs", "metrics", "render", "review", "round", "sarif",
+           "serving", "settings", "setup", "startup", "stats", "summary", "textreport"]

@@ -1,8 +1,10 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
 ``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
-and ``GET /metrics``. On start-up it opens the ledger, re-queues jobs a crash interrupted and
-starts the worker pool; on shutdown it stops the workers and closes everything.
+and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). On start-up
+it opens the ledger, re-queues jobs a crash interrupted and starts the worker pool; on shutdown
+it stops the workers and closes everything. ``serve`` reads ``.env``, runs the start-up checks
+(``bot.startup``) and logs the ready line once listening.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
 from . import health, metrics
+from .appkeys import STATE
 from .config import Config, ConfigError, load_config
+from .disconnects import disconnects
 from .github import GitHubApp, GitHubForge, RetryPolicy
 from .github.webhooks import handle_webhook
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
+from .logs import with_job_context
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
-from .serving import serve_app
 
 log = logging.getLogger("roundwise")
 
@@ -53,7 +57,7 @@ def build_engine(config: Config) -> Engine:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    state: State = request.app["state"]
+    state: State = request.app[STATE]
     problems = health.problems(state)  # a database write and the workers (bot.health)
     if problems:
         return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
@@ -61,7 +65,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics_view(request: web.Request) -> web.Response:
-    state: State = request.app["state"]
+    state: State = request.app[STATE]
     metrics.QUEUE_DEPTH.set(state.queue.depth())
     return web.Response(body=metrics.render(), content_type="text/plain", charset="utf-8")
 
@@ -70,11 +74,16 @@ def create_app(config: Config, *, engine: Engine | None = None,
                retry: RetryPolicy | None = None, start_workers: bool = True,
                poll: float = 0.5) -> web.Application:
     """The server for ``config``. ``engine`` and ``retry`` may be given (tests, the bench)."""
+    from .home import docs, home
+
     app = web.Application(client_max_size=MAX_BODY)
+    app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
     ledger = Ledger(config.db_path)
     state = State(config=config, ledger=ledger, queue=JobQueue(ledger))
-    app["state"] = state
+    app[STATE] = state
     app.router.add_post("/webhook", handle_webhook)
+    app.router.add_get("/", home)
+    app.router.add_get("/docs", docs)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_view)
 
@@ -96,11 +105,11 @@ def create_app(config: Config, *, engine: Engine | None = None,
                              bot_logins=config.bot_logins, review_drafts=config.review_drafts)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
-        state.workers = Workers(state.queue, handlers.handle, count=config.workers, poll=poll)
+        state.workers = Workers(state.queue, with_job_context(handlers.handle),
+                                count=config.workers, poll=poll)
         if start_workers:
             state.workers.start()
-        log.info("roundwise ready: ledger %s, %d worker(s), %s reviewer", config.db_path,
-                 config.workers, config.model or "offline")
+        log.debug("started %d worker(s) on ledger %s", config.workers, config.db_path)
 
     async def stop(app: web.Application) -> None:
         if state.workers:
@@ -115,17 +124,68 @@ def create_app(config: Config, *, engine: Engine | None = None,
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8080) -> int:
-    """``roundwise serve``: check the configuration, then run until interrupted."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None) -> int:
+    """``roundwise serve``: read ``.env``, check the configuration, then run until interrupted.
+
+    Every problem found before listening is one line on stderr and exit status 2.
+    """
+    from .envfile import EnvFileError, load_env_file, readable_by_others
+    from .logs import configure_logging
+    from .startup import startup_problems
+
+    path = env_file or ".env"
+    try:
+        loaded = load_env_file(path, required=env_file is not None)
+    except EnvFileError as exc:
+        print(f"roundwise cannot start:\n  - {exc}", file=sys.stderr)
+        return 2
     try:
         config = load_config()
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    configure_logging(config.log_format)
+    if loaded:
+        log.info("read %d setting(s) from %s", len(loaded), path)
+        if readable_by_others(path):
+            log.warning("%s holds secrets but others can read it: chmod 600 %s", path, path)
+    problems = startup_problems(config)
+    if problems:
+        print("roundwise cannot start:\n  - " + "\n  - ".join(problems), file=sys.stderr)
+        return 2
+
     try:
-        asyncio.run(serve_app(create_app(config), host, port))  # bot.serving: connection limits
-    except health.AlreadyServing as exc:
+        return asyncio.run(_run(config, host, port))
+    except health.AlreadyServing as exc:  # another server holds this ledger file
         print(exc, file=sys.stderr)
         return 2
+
+
+async def _run(config: Config, host: str, port: int) -> int:
+    """Serve until SIGINT or SIGTERM; logs the ready line once listening (port 0: any)."""
+    import signal
+
+    from .serving import GuardedRunner
+    from .startup import ready_line
+
+    runner = GuardedRunner(create_app(config))  # bot.serving: connection limits
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            print(f"roundwise cannot start:\n  - cannot listen on {host}:{port} "
+                  f"({exc.strerror or exc}); choose another --port or --host", file=sys.stderr)
+            return 2
+        bound = runner.addresses[0]
+        log.info(ready_line(config, host, bound[1]))
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("roundwise stopping")
+    finally:
+        await runner.cleanup()
     return 0

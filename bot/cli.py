@@ -1,4 +1,5 @@
-"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App) and ``review`` (local git).
+"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App), ``setup`` (create the App)
+and ``review`` (local git).
 
 ``roundwise.cli`` composes these with the bench's; this module knows nothing of the bench.
 """
@@ -19,12 +20,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "stops the server at start-up with a message saying how to fix it.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="port to bind (default 8080)")
+    serve.add_argument("--port", type=int, default=8080,
+                       help="port to bind (default 8080; 0: any free port, named in the ready "
+                            "line)")
+    serve.add_argument("--env-file", help="read settings from this file (default: ./.env when "
+                                          "it exists; the environment wins over the file)")
     serve.set_defaults(func=cmd_serve)
 
     from .local import add_commands as add_local
+    from .setup import add_commands as add_setup
 
     add_local(sub)
+    add_setup(sub)
 
     from .stats import add_command as add_stats
 
@@ -34,4 +41,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args) -> int:
     from .app import serve
 
-    return serve(args.host, args.port)
+    return serve(args.host, args.port, args.env_file)

@@ -8,6 +8,7 @@ settings are parsed once, into ``Config.llm``, which the server's engine is buil
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ DEFAULT_API_URL = "https://api.github.com"
 
 #: every environment variable of the server: name -> (meaning, default)
 SETTINGS: dict[str, tuple[str, str]] = {
-    "GITHUB_APP_ID": ("the App's numeric id (or client id)", "required"),
+    "GITHUB_APP_ID": ("the App's numeric id (or its client id, Iv...)", "required"),
     "GITHUB_PRIVATE_KEY": ("the App's PEM private key, inline", "this or the path required"),
     "GITHUB_PRIVATE_KEY_PATH": ("the App's PEM private key, as a file",
                                 "this or the key required"),
@@ -39,7 +40,13 @@ SETTINGS: dict[str, tuple[str, str]] = {
     # not the server's: `roundwise bench mine` reads repositories the App is not installed on
     "GITHUB_TOKEN": ("`roundwise bench mine` only: a token that can read the mined repository",
                      "unset"),
+    "ROUNDWISE_CHECK_MODEL": ("at start-up, make one tiny call to the model (1 = on)", "0"),
+    "ROUNDWISE_LOG_FORMAT": ("server log lines: text, or json (one object a line)", "text"),
 }
+
+#: an App's client id (``Iv1.`` and 16 hex digits, or ``Iv23`` and letters/digits)
+CLIENT_ID = re.compile(r"Iv[0-9A-Za-z.]{10,}")
+LOG_FORMATS = ("text", "json")
 
 
 class ConfigError(ValueError):
@@ -57,6 +64,8 @@ class Config:
     workers: int = 4
     bot_login: str = "roundwise[bot]"
     review_drafts: bool = False
+    check_model: bool = False  # one tiny call to the model at start-up
+    log_format: str = "text"
 
     @property
     def model(self) -> str | None:
@@ -88,6 +97,9 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     app_id = (env.get("GITHUB_APP_ID") or "").strip()
     if not app_id:
         problems.append("GITHUB_APP_ID is not set: use the App ID from the App's settings page")
+    elif not (app_id.isdigit() or CLIENT_ID.fullmatch(app_id)):
+        problems.append(f"GITHUB_APP_ID={app_id!r} is not an App id: use the number shown as "
+                        "'App ID' on the App's settings page (or its client id, Iv...)")
 
     key = env.get("GITHUB_PRIVATE_KEY") or ""
     key_path = env.get("GITHUB_PRIVATE_KEY_PATH") or ""
@@ -96,6 +108,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
             key = Path(key_path).expanduser().read_text()
         except OSError as exc:
             problems.append(f"GITHUB_PRIVATE_KEY_PATH={key_path!r} cannot be read ({exc.strerror})")
+    if len(key) > 1 and key[0] == key[-1] == '"':
+        key = key[1:-1]  # a quoted value passed through as is (docker run --env-file)
     if key and "\\n" in key and "\n" not in key:
         key = key.replace("\\n", "\n")  # keys pasted into one-line env files
     if not key and not key_path:
@@ -106,9 +120,14 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
                         "KEY-----'); download a new one from the App's settings page")
     elif key:
         try:
+            from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
             from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-            load_pem_private_key(key.encode(), password=None)
+            loaded = load_pem_private_key(key.encode(), password=None)
+            if not isinstance(loaded, RSAPrivateKey):
+                problems.append(f"the private key is a {type(loaded).__name__.lstrip('_')}, "
+                                "not an RSA key: GitHub signs App tokens with RS256; download "
+                                "the .pem from the App's settings page")
         except (ValueError, TypeError) as exc:
             problems.append(f"the private key cannot be loaded: {exc}")
 
@@ -137,6 +156,16 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         problems.append(str(exc))
         drafts = False
 
+    try:
+        check_model = _bool("ROUNDWISE_CHECK_MODEL", env.get("ROUNDWISE_CHECK_MODEL"), False)
+    except ConfigError as exc:
+        problems.append(str(exc))
+        check_model = False
+
+    log_format = (env.get("ROUNDWISE_LOG_FORMAT") or "text").strip().lower()
+    if log_format not in LOG_FORMATS:
+        problems.append(f"ROUNDWISE_LOG_FORMAT={log_format!r} must be text or json")
+
     llm = None
     try:
         llm = LLMConfig.from_env(env)
@@ -156,4 +185,6 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         workers=n_workers,
         bot_login=env.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]",
         review_drafts=drafts,
+        check_model=check_model,
+        log_format=log_format,
     )

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 
 from tracker.ledger import Ledger
-from tracker.lifecycle import State
 from tracker.models import SEVERITIES
 
 from .checks import blocking_keys
@@ -67,6 +66,7 @@ def report(ledger: Ledger, pr_id: int, number: int, forge: LocalGitForge, db: Pa
             "path": d.path, "line_start": d.line_start, "line_end": d.line_end,
             "type": d.type, "severity": d.severity, "rule": d.rule,
             "description": d.text, "fix": d.fix, "ignored": d.ignored,
+            "fingerprint": d.fingerprint,
             "evidence": ledger.history(pr_id, d.key)[-1]["evidence"],
         })
     return {"branch": forge.branch, "round": number, "head": forge.head_sha,
@@ -74,57 +74,17 @@ def report(ledger: Ledger, pr_id: int, number: int, forge: LocalGitForge, db: Pa
 
 
 def as_text(report: dict) -> str:
-    title = (f"roundwise round {report['round']} of {report['branch']} "
-             f"({report['base'][:7]}...{report['head'][:7]})")
-    lines = [title]
-    if not report["defects"]:
-        lines.append("no defects found")
-    for d in report["defects"]:
-        if d["ignored"]:
-            continue
-        where = f"{d['path']}:{d['line_start']}" if d["path"] else "(whole change)"
-        change = "" if d["previous"] in (None, d["state"]) else f" (was {d['previous']})"
-        lines.append(f"{d['key']:<4} {d['state']:<9}{change} {d['severity']:<8} {where}  "
-                     f"{d['description'].splitlines()[0][:120] if d['description'] else ''}")
-        if d["state"] != "New":
-            lines.append(f"     {d['evidence'][:160]}")
-        if d.get("fix") is not None and d["state"] != str(State.RESOLVED):
-            lines.append("     fix: " + ("delete the line(s)" if not d["fix"].strip() else
-                                          "replace with:"))
-            lines += [f"       {ln}" for ln in d["fix"].splitlines() if d["fix"].strip()]
-    return "\n".join(lines)
+    from .textreport import as_text as text
 
-
-_LEVEL = {"Trivial": "note", "Minor": "note", "Normal": "warning", "Major": "error",
-          "Blocker": "error", "Critical": "error"}
+    return text(report)
 
 
 def as_sarif(report: dict) -> dict:
-    """SARIF 2.1.0: one result per unresolved, anchored defect."""
-    rules, results = {}, []
-    for d in report["defects"]:
-        if d["ignored"] or d["state"] == str(State.RESOLVED) or not d["path"]:
-            continue
-        rule_id = d["rule"] or f"roundwise/{d['type']}"
-        rules.setdefault(rule_id, {"id": rule_id, "shortDescription": {"text": rule_id}})
-        results.append({
-            "ruleId": rule_id,
-            "level": _LEVEL.get(d["severity"], "warning"),
-            "message": {"text": f"{d['key']} ({d['state']}): {d['description']}"},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d["path"]},
-                "region": {"startLine": d["line_start"] or 1,
-                           "endLine": d["line_end"] or d["line_start"] or 1},
-            }}],
-            "properties": {"roundwise": {"key": d["key"], "state": d["state"],
-                                         "type": d["type"]}},
-        })
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "roundwise", "rules": list(rules.values())}},
-                  "results": results}],
-    }
+    """SARIF 2.1.0 (``bot.sarif``): every anchored defect, with its state as baselineState."""
+    from .sarif import as_sarif as sarif
+    from .startup import project_url, version
+
+    return sarif(report, version=version(), information_uri=project_url())
 
 
 def render(report: dict, fmt: str) -> str:

@@ -11,7 +11,7 @@ import sys
 
 from bot.review.llm_config import configure_litellm
 
-__all__ = ["build_parser", "main"]
+__all__ = ["CLOSED_PIPE", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,19 +22,44 @@ def build_parser() -> argparse.ArgumentParser:
         prog="roundwise",
         description="A multi-round pull request reviewer with memory.",
     )
+    from bot.startup import version
+
+    parser.add_argument("--version", action="version", version=f"roundwise {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_bot(sub)
     add_bench(sub)
     return parser
 
 
+#: exit status of a command whose reader went away (128 + SIGPIPE), as ``cat`` or ``git`` give
+CLOSED_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     configure_litellm()
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args) or 0
+        status = args.func(args) or 0
+        sys.stdout.flush()  # a closed pipe shows here, where it can still be handled
+        return status
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout (``| head``) has gone: stop quietly, as other commands do.
+
+    stdout is pointed at /dev/null so that the interpreter's own flush at exit does not raise
+    the same error again as an "Exception ignored" message.
+    """
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return CLOSED_PIPE
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.replay import throwaway_key
 from bot.app import create_app
+from bot.appkeys import STATE
 from bot.config import Config
 from bot.github import RetryPolicy
 from bot.serving import GuardedRunner
@@ -191,7 +192,7 @@ class Bot:
 
     @property
     def state(self):
-        return self.app["state"]
+        return self.app[STATE]
 
     async def post(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
         async with self.session.post(f"{self.url}/webhook", data=body, headers=headers) as resp:

@@ -9,7 +9,8 @@ faults. State lives in memory and is set up (or acted on as a human) through pla
 fake never sends webhooks; ``bench.payloads`` builds them from its state.
 
 The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers),
-``graphql`` (the GraphQL subset) and ``checks`` (check runs); ``FakeGitHub`` joins them.
+``graphql`` (the GraphQL subset), ``checks`` (check runs), ``history`` (PR history for
+``bench mine``) and ``manifests`` (the App-manifest flow); ``FakeGitHub`` joins them.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ from __future__ import annotations
 from .checks import ChecksApi
 from .graphql import GraphQLApi, GraphQLSyntaxError, parse_graphql, validate_graphql
 from .history import HistoryApi
+from .manifests import ManifestApi
 from .rest import RestApi
 from .state import ApiError, FakeState, RecordedRequest, basic_error
 
 __all__ = ["ApiError", "FakeGitHub", "GraphQLSyntaxError", "RecordedRequest", "basic_error",
-           "graphql", "history", "parse_graphql", "rest", "state", "validate_graphql"]
+           "graphql", "history", "manifests", "parse_graphql", "rest", "state",
+           "validate_graphql"]
 
 
-class FakeGitHub(ChecksApi, HistoryApi, RestApi, GraphQLApi, FakeState):
+class FakeGitHub(ChecksApi, HistoryApi, RestApi, GraphQLApi, ManifestApi, FakeState):
     """In-memory GitHub serving the REST and GraphQL calls the bot makes, over real HTTP.
 
     ``app_id`` and the App's RSA public key PEM verify App JWTs. ``token_ttl`` sets how long

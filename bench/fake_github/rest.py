@@ -49,7 +49,7 @@ class _Route(NamedTuple):
     method: str
     pattern: re.Pattern[str]
     handler: str
-    auth: str  # "jwt", "token" or "graphql"
+    auth: str  # "jwt", "token", "graphql" or "none"
 
 
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
@@ -80,6 +80,10 @@ _ROUTES = [
         ("GET", _REPO + r"/contents(?:/(?P<path>.*))?", "contents", "token"),
         ("GET", _REPO + r"/collaborators/(?P<user>[^/]+)/permission", "permission", "token"),
         ("POST", r"/graphql", "graphql", "graphql"),
+        # the App-manifest flow (``manifests``): the web form, then the code's conversion
+        ("POST", r"/settings/apps/new", "manifest_form", "none"),
+        ("POST", r"/organizations/(?P<org>[^/]+)/settings/apps/new", "manifest_form", "none"),
+        ("POST", r"/app-manifests/(?P<code>[^/]+)/conversions", "manifest_conversion", "none"),
     ]
 ]
 
@@ -289,11 +293,13 @@ class RestApi:
         token = None
         if route.auth == "jwt":
             self._check_jwt(request)
+        elif route.auth == "none":
+            pass
         else:
             docs = "https://docs.github.com/graphql" if route.auth == "graphql" else DOCS
             token = self._check_token(request, docs)
         self._charge("graphql" if route.auth == "graphql" else "core")
-        if not parsed:
+        if not parsed and route.auth != "none":
             raise ApiError(400, basic_error(400, "Problems parsing JSON"))
         call = _Call(request, params, body, token)
         if "owner" in params:

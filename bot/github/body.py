@@ -79,8 +79,9 @@ async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX
         except TimeoutError:
             raise BodyRefused(408, f"the body did not arrive within {timeout:g}s") from None
         except (ConnectionError, aiohttp.ClientError) as exc:
-            log.info("client %s went away while sending a body: %s", request.remote,
-                     type(exc).__name__)
+            log.warning("client %s disconnected during %s %s (delivery %s, %s); nothing was "
+                        "recorded", request.remote, request.method, request.path,
+                        request.headers.get("X-GitHub-Delivery", "-"), type(exc).__name__)
             raise BodyRefused(400, "the body was cut off") from None
         expected = "sha256=" + digest.hexdigest()
         if not hmac.compare_digest(expected.encode(), header.strip().encode()):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from .. import metrics
+from ..appkeys import STATE
 from ..commands import parse_command
 from .body import BodyRefused, parse_payload, read_signed
 
@@ -163,7 +164,7 @@ def _label(event: str) -> str:
 
 
 async def handle_webhook(request: web.Request) -> web.Response:
-    state = request.app["state"]
+    state = request.app[STATE]
     event = request.headers.get("X-GitHub-Event", "")
     try:  # bot.github.body: no inflating, a size cap and a deadline before the signature
         body = await read_signed(request, state.config.webhook_secret)

@@ -1,0 +1,67 @@
+"""The text report of ``roundwise review``: fixed columns, nothing cut without saying so.
+
+One header row per defect in fixed-width columns (key, state, state before this round,
+severity, place), so a state change never shifts the columns and ``grep``/``awk`` can read
+them; the description follows, wrapped and indented, in full. Evidence that is longer than a
+few lines is cut at a word boundary and ends with "…", so a cut is always visible.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+__all__ = ["as_text", "shorten"]
+
+INDENT = " " * 6
+EVIDENCE_CHARS = 320
+STATE_WIDTH = 9  # "Resolved", "Reopened" and a space
+SEVERITY_WIDTH = 9  # "Critical" and a space
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut at the last word boundary before ``limit`` with "…"."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit - 1]
+    if " " in cut and not flat[limit - 1].isspace():
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+def _width() -> int:
+    return max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+
+
+def as_text(report: dict, width: int | None = None) -> str:
+    width = width or _width()
+    title = (f"roundwise round {report['round']} of {report['branch']} "
+             f"({report['base'][:7]}...{report['head'][:7]})")
+    shown = [d for d in report["defects"] if not d["ignored"]]
+    lines = [title]
+    if not shown:
+        lines.append("no defects found")
+        return "\n".join(lines)
+    key_width = max(4, *(len(d["key"]) for d in shown)) + 2
+    row = f"{{:<{key_width}}}{{:<{STATE_WIDTH}}}{{:<{STATE_WIDTH}}}{{:<{SEVERITY_WIDTH}}}{{}}"
+    lines.append(row.format("KEY", "STATE", "WAS", "SEVERITY", "WHERE"))
+    wrap = textwrap.TextWrapper(width=width, initial_indent=INDENT, subsequent_indent=INDENT,
+                                break_long_words=False, break_on_hyphens=False)
+    for d in shown:
+        where = f"{d['path']}:{d['line_start']}" if d["path"] else "(whole change)"
+        was = "-" if d["previous"] in (None, d["state"]) else d["previous"]
+        lines.append(row.format(d["key"], d["state"], was, d["severity"], where).rstrip())
+        for paragraph in (d["description"] or "").splitlines():
+            lines.extend(wrap.wrap(paragraph) or [""])
+        if d["state"] != "New" and d.get("evidence"):
+            evidence = shorten(d["evidence"], EVIDENCE_CHARS)
+            lines.extend(textwrap.wrap(evidence, width=width, initial_indent=INDENT + "evidence: ",
+                                       subsequent_indent=INDENT, break_long_words=False))
+        if d.get("fix") is not None and d["state"] != "Resolved":  # the suggested fix
+            if d["fix"].strip():
+                lines.append(INDENT + "fix: replace with:")
+                lines.extend(INDENT + "  " + ln for ln in d["fix"].splitlines())
+            else:
+                lines.append(INDENT + "fix: delete the line(s)")
+    return "\n".join(lines)
