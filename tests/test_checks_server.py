@@ -246,7 +246,7 @@ async def test_without_review_event_the_bot_only_comments(tmp_path):
         assert [r["state"] for r in bot.bot_reviews()] == ["COMMENTED"]
 
 
-def test_fail_on_and_review_event_settings_are_checked():
+async def test_fail_on_and_review_event_settings_are_checked():
     from bot.settings import SettingsError, parse_settings
 
     assert parse_settings("fail_on: major\n").fail_on == "Major"
