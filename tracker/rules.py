@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, excerpt, find_code, normalise
+from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, find_code, normalise
 from .lifecycle import State
 from .models import Defect, Signal, SignalKind
 from .paths import is_docs_path, is_test_path
@@ -160,16 +160,9 @@ class Case:
     def file_tokens_before(self):
         return tokens(self.old_text)
 
-    @cached_property
-    def file_tokens_after(self):
-        return tokens(self.new_text)
-
     def added_text(self, path: str | None = None) -> str:
         return "\n".join(text for _, text in self.diff.added_lines(path or self.new_path or ""))
 
-    def removed_text(self, path: str | None = None) -> str:
-        fm = self.diff.files.get(path or self.path or "")
-        return "\n".join(text for _, text in fm.removed_lines()) if fm else ""
 
 
 def old_text_of(diff: DiffMap, files: dict[str, str | None], path: str | None) -> str | None:
@@ -485,11 +478,12 @@ LIVE_RULES: list[Rule] = [
 # -- remarks on the whole pull request -----------------------------------------------------------
 
 
-def _pr_texts(case: Case) -> tuple[dict[str, str | None], dict[str, str | None]]:
+def _texts_before(case: Case) -> dict[str, str | None]:
+    """Every file of the round as it stood at the previous head (renamed files by old name)."""
     before = {p: old_text_of(case.diff, case.files, p) for p in case.files}
     for old, new in case.diff.renames.items():
         before[old] = before.pop(new, None)
-    return before, case.files
+    return before
 
 
 def remark_named_changed(case: Case) -> Ruling | None:
@@ -497,7 +491,7 @@ def remark_named_changed(case: Case) -> Ruling | None:
     named = case.subject.named
     if not named:
         return None
-    before, _ = _pr_texts(case)
+    before = _texts_before(case)
     defined, edited = [], []
     for path, text in sorted(before.items()):
         for name in sorted(named):
@@ -570,17 +564,8 @@ def remark_kind_changed(case: Case) -> Ruling | None:
                   f"{' and '.join(sorted(kinds))}, and no such file changed this round", 0.5)
 
 
-def remark_claimed(case: Case) -> Ruling | None:
-    """The author says the remark is dealt with, and the PR's code changed since."""
-    claims = [s for s in case.signals if s.kind is SignalKind.AUTHOR_CLAIMS_FIXED]
-    if not claims or not case.diff.touched_paths():
-        return None
-    return Ruling(State.RESOLVED, "claimed-and-changed", f"{claims[-1].author or 'the author'}"
-                  " says it is done, and the PR changed since", 0.55)
-
-
 def remark_code_changed(case: Case) -> Ruling | None:
-    """A remark naming no code, with no claim: a push alone does not settle it."""
+    """A remark naming no code: a push alone does not show it was addressed."""
     changed = sorted(case.diff.touched_paths())
     if not changed:
         return Ruling(State.OPEN, "pr-unchanged", "not anchored to code and no code changed "
@@ -600,7 +585,6 @@ REMARK_RULES: list[Rule] = [
     remark_named_changed,
     remark_named_in_changes,
     remark_kind_changed,
-    remark_claimed,
     remark_code_changed,
 ]
 
@@ -628,7 +612,3 @@ def rule(case: Case, table: list[Rule]) -> Ruling:
         if ruling is not None:
             return ruling
     raise AssertionError("a rule table must end with a rule that always decides")
-
-
-def excerpt_of(case: Case, anchor: Anchor) -> str:
-    return "\n".join(excerpt(case.files.get(anchor.path), anchor.start, anchor.end))
