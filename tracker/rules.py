@@ -12,8 +12,11 @@ class around it (``tracker.scope``), not from "something changed nearby". Resolv
 candidates a verifier may overturn; low-confidence ones are what the LLM verifier sees first
 when a model is configured. With no model, the ruling stands.
 
-Thresholds and confidences were chosen by leave-one-repository-out cross-validation on the
-development tasks (``python -m bench.tune_tracking``); they are meant for code never seen.
+The rules that the development data could not settle by reasoning alone are switched in
+``SWITCHES``, each set by leave-one-repository-out cross-validation on the development tasks
+(``python -m bench.tune_tracking``). Confidences are set per rule by how direct its evidence
+is (a suggestion standing in the code, 0.95; a remark naming nothing, 0.4); they order what a
+verifier looks at and are not tuned.
 """
 
 from __future__ import annotations
