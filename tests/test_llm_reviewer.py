@@ -26,6 +26,7 @@ from bot.review.llm import (
     build_llm_engine,
     escape_data,
 )
+from tracker.anchors import DiffMap
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Defect, Signal, SignalKind
 
@@ -479,3 +480,53 @@ async def test_stateless_review_goes_through_the_client(server):
     assert [(i["path"], i["state"]) for i in items] == [("app/cache.py", "Resolved")]
     assert got.usage.calls == 1 and not dropped
     assert '"Reopened"' in system_text(server.requests[0])  # asked for a state per finding
+
+
+async def test_an_unsure_open_remark_is_verified_first_and_may_be_resolved():
+    remark = Defect(key="D2", description="please fold this into one well-named helper",
+                    origin="human", state=State.NEW, raised_round=1, state_round=1,
+                    author="alice")
+    ctx = second_round_with_tracked_defect()
+    ctx.tracked.append(remark)
+
+    def respond(request: dict) -> str:
+        if "defect verifier" not in system_text(request):
+            return answer()
+        return json.dumps({"verdicts": [
+            {"key": "D2", "resolved": True, "evidence": "the helper now exists", "quote": ""},
+            {"key": "D1", "resolved": True, "evidence": "get() handles it", "quote": ""}]})
+
+    async with ScriptedLLM(respond) as server:
+        engine, _ = llm_engine(server)
+        result = await engine.review(ctx)
+        [request] = [r for r in server.requests if "defect verifier" in system_text(r)]
+    text = user_text(request)
+    # the remark (Open, confidence 0.4) comes before the edited line (Resolved, 0.7)
+    assert text.index('<defect key="D2"') < text.index('<defect key="D1"')
+    assert 'rule="pr-unaddressed" candidate_state="Open"' in text
+    by_key = {d.key: d for d in result.decisions}
+    assert (by_key["D2"].state, by_key["D2"].rule) == (State.RESOLVED,
+                                                       "pr-unaddressed+overturned")
+    assert by_key["D2"].decided_by is DecidedBy.LLM
+
+
+def test_without_a_verifier_the_unsure_open_stands():
+    from tracker.decide import Verdict, apply_verdict
+
+    remark = Defect(key="D2", description="please fold this into one well-named helper",
+                    origin="human", state=State.NEW, raised_round=1, state_round=1)
+    ctx = second_round_with_tracked_defect()
+    ctx.tracked.append(remark)
+    decisions = {d.key: d for d in offline_engine_decisions(ctx)}
+    d2 = decisions["D2"]
+    assert (d2.state, d2.candidate) == (State.OPEN, True) and d2.confidence < 0.5
+    assert apply_verdict(d2, None) is d2  # nothing verified: the rule stands
+    sure = decisions["D1"]
+    assert apply_verdict(sure, Verdict("D1", State.REOPENED, "x")).state is sure.state
+
+
+def offline_engine_decisions(ctx):
+    from tracker.decide import RoundInput, decide_round
+
+    return decide_round(ctx.tracked, RoundInput(ctx.round, DiffMap(ctx.round_diff), ctx.files,
+                                                ctx.signals))

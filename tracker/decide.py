@@ -36,6 +36,7 @@ from .lifecycle import State, carry_forward
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
 from .rules import LIVE_RULES, REMARK_RULES, Case, rule
 
+VERIFY_OPEN_BELOW = 0.5  # an Open ruling less sure than this is a candidate a verifier may resolve
 UNDO_SIMILARITY = 0.6  # edited fixed code this close to the old code means the fix was undone
 
 
@@ -153,7 +154,8 @@ def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
     if disputes and ruling.state is State.RESOLVED:
         evidence += f"; note: {disputes[-1].author} disputed an earlier fix"
     decision = Decision(defect.key, ruling.state, ruling.rule, evidence,
-                        candidate=ruling.state is State.RESOLVED,
+                        candidate=ruling.state is State.RESOLVED
+                        or ruling.confidence < VERIFY_OPEN_BELOW,
                         confidence=ruling.confidence)
     if ruling.anchor is not None:
         decision.path = ruling.anchor.path
@@ -240,6 +242,7 @@ def apply_verdict(decision: Decision, verdict: Verdict | None) -> Decision:
         return decision
     allowed = {
         State.RESOLVED: {State.RESOLVED, State.OPEN},
+        State.OPEN: {State.OPEN, State.RESOLVED},  # a low-confidence Open
         State.REOPENED: {State.REOPENED, State.RESOLVED},
     }.get(decision.state, {decision.state})
     if verdict.state not in allowed:

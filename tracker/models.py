@@ -230,8 +230,10 @@ class Signal:
 class Decision:
     """The state a tracked defect gets at one round, and why.
 
-    ``candidate`` marks a Resolved (or Reopened) decision the rules reached from code changes
-    alone: a verifier (the LLM engine) may confirm or overturn it before it is recorded.
+    ``candidate`` marks a decision a verifier may overturn: a Resolved (or Reopened) one the
+    rules reached from code changes, or an Open one they were not sure of (low ``confidence``,
+    such as a remark that names no code after a push). A verifier (the LLM engine) sees the
+    least sure first and may confirm or overturn them before they are recorded.
     """
 
     key: str

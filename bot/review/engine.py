@@ -264,7 +264,8 @@ class Engine:
         if self.verifier is None:
             return
         by_key = {d.key: d for d in ctx.tracked}
-        candidates = [(by_key[d.key], d) for d in result.decisions if d.candidate]
+        candidates = sorted(((by_key[d.key], d) for d in result.decisions if d.candidate),
+                            key=lambda pair: pair[1].confidence)  # the least sure first
         if not candidates:
             return
         verdicts, usage = await self.verifier.verify(ctx, candidates)
