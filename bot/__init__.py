@@ -3,4 +3,4 @@
 __all__ = ["app", "appkeys", "checks", "cli", "commands", "config", "confine", "disconnects",
            "envfile", "forced", "forge", "github", "handlers", "health", "home", "jobs", "live",
            "local", "localgit", "logs", "metrics", "render", "review", "round", "sarif",
-           "serving", "settings", "setup", "startup", "stats", "summary", "textreport"]
+           "serving", "settings", "setup", "startup", "stats", "store", "summary", "textreport"]

@@ -31,6 +31,7 @@ from .jobs import JobQueue, Workers
 from .logs import with_job_context
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
+from .store import open_queue_store
 
 log = logging.getLogger("roundwise")
 
@@ -79,7 +80,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
     app = web.Application(client_max_size=MAX_BODY)
     app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
     ledger = Ledger(config.db_path)
-    state = State(config=config, ledger=ledger, queue=JobQueue(ledger))
+    state = State(config=config, ledger=ledger,
+                  queue=JobQueue(store=open_queue_store(config.db_path, ledger=ledger)))
     app[STATE] = state
     app.router.add_post("/webhook", handle_webhook)
     app.router.add_get("/", home)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .review.llm_config import LLM_SETTINGS, LLMConfig
 from .review.prompt_context import CONTEXT_SETTINGS
+from .store.queue import is_postgres, sqlite_path
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
 
@@ -29,7 +30,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
                                 "this or the key required"),
     "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
     "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
-    "ROUNDWISE_DB": ("path of the ledger SQLite file", "roundwise.db"),
+    "ROUNDWISE_DB": ("the ledger's SQLite file (a path or sqlite:///PATH)", "roundwise.db"),
     **LLM_SETTINGS,
     **CONTEXT_SETTINGS,
     "ROUNDWISE_WORKERS": ("concurrent jobs (different PRs)", "4"),
@@ -166,6 +167,12 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if log_format not in LOG_FORMATS:
         problems.append(f"ROUNDWISE_LOG_FORMAT={log_format!r} must be text or json")
 
+    db = env.get("ROUNDWISE_DB") or "roundwise.db"
+    if is_postgres(db):
+        problems.append("ROUNDWISE_DB is a postgresql:// URL: `roundwise serve` keeps its ledger "
+                        "in SQLite until the ledger store has a PostgreSQL engine; set a file "
+                        "path")
+
     llm = None
     try:
         llm = LLMConfig.from_env(env)
@@ -180,7 +187,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         private_key=key,
         webhook_secret=secret,
         api_url=api_url,
-        db_path=env.get("ROUNDWISE_DB") or "roundwise.db",
+        db_path=sqlite_path(db),
         llm=llm,
         workers=n_workers,
         bot_login=env.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]",

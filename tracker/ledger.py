@@ -9,10 +9,12 @@ network I/O; deciding states is ``tracker.decide``'s job, the ledger validates a
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
@@ -28,6 +30,22 @@ from .schema import migrations
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@contextmanager
+def migration_lock(path: str):
+    """Hold an exclusive lock beside a SQLite file while it is opened and migrated: two
+    processes starting together would otherwise both try to migrate, and one fail with
+    "database is locked" (a read transaction cannot wait to become a write)."""
+    if path == ":memory:":
+        yield
+        return
+    fd = open(f"{Path(path).expanduser()}.migrate-lock", "a")  # noqa: SIM115
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fd.close()  # closing releases the lock
 
 
 class LedgerError(Exception):
@@ -47,11 +65,12 @@ class Ledger:
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.db = Database(conn)
-        if self.path != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        migrations.apply(self.db)
+        with migration_lock(self.path):
+            if self.path != ":memory:":
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self.db)
 
     def close(self) -> None:
         self.db.close()
