@@ -29,6 +29,7 @@ from .github.webhooks import handle_webhook
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .logs import with_job_context
+from .retention import prune_periodically
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
 from .store import open_queue_store
@@ -46,6 +47,7 @@ class State:
     session: aiohttp.ClientSession | None = None
     github: GitHubApp | None = None
     workers: Workers | None = None
+    pruner: asyncio.Task | None = None  # hourly retention (bot.retention)
 
 
 def build_engine(config: Config) -> Engine:
@@ -111,9 +113,14 @@ def create_app(config: Config, *, engine: Engine | None = None,
                                 count=config.workers, poll=poll)
         if start_workers:
             state.workers.start()
+            state.pruner = asyncio.create_task(
+                prune_periodically(state.queue, config.retention_days))
         log.debug("started %d worker(s) on ledger %s", config.workers, config.db_path)
 
     async def stop(app: web.Application) -> None:
+        if state.pruner:
+            state.pruner.cancel()
+            await asyncio.gather(state.pruner, return_exceptions=True)
         if state.workers:
             await state.workers.stop()
         if state.session:
