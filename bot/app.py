@@ -19,6 +19,7 @@ from aiohttp import web
 
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
+from tracker.store import open_ledger_store
 
 from . import health, metrics
 from .appkeys import STATE
@@ -81,7 +82,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
     app = web.Application(client_max_size=MAX_BODY)
     app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
-    ledger = Ledger(config.db_path)
+    ledger = open_ledger_store(config.db_path)
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=open_queue_store(config.db_path, ledger=ledger)))
     app[STATE] = state

@@ -93,13 +93,9 @@ class Handlers:
         """Someone re-ran the bot's check: review the head of each pull request it is for."""
         numbers = list(job.payload.get("numbers") or [])
         if not numbers:
-            row = self.ledger.db.execute(
-                "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
-                "where p.repo = ? and (r.check_run_id = ? or r.head_sha = ?) "
-                "order by r.id desc limit 1",
-                [job.repo, job.payload.get("check_run_id"), job.payload.get("head_sha")],
-            ).fetchone()
-            numbers = [row[0]] if row else []
+            number = self.ledger.pr_number_for_check(
+                job.repo, job.payload.get("check_run_id"), job.payload.get("head_sha"))
+            numbers = [number] if number is not None else []
         for number in numbers:
             await self.queue.call(self.queue.enqueue, "round", repo=job.repo, number=number,
                                   installation_id=job.installation_id, payload={"force": True},
