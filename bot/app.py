@@ -19,6 +19,7 @@ from aiohttp import web
 
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
+from tracker.store import open_ledger_store
 
 from . import health, metrics
 from .appkeys import STATE
@@ -29,8 +30,10 @@ from .github.webhooks import handle_webhook
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .logs import with_job_context
+from .retention import prune_periodically
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
+from .store import open_queue_store
 
 log = logging.getLogger("roundwise")
 
@@ -45,6 +48,7 @@ class State:
     session: aiohttp.ClientSession | None = None
     github: GitHubApp | None = None
     workers: Workers | None = None
+    pruner: asyncio.Task | None = None  # hourly retention (bot.retention)
 
 
 def build_engine(config: Config) -> Engine:
@@ -78,8 +82,9 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
     app = web.Application(client_max_size=MAX_BODY)
     app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
-    ledger = Ledger(config.db_path)
-    state = State(config=config, ledger=ledger, queue=JobQueue(ledger))
+    ledger = open_ledger_store(config.db_path)
+    state = State(config=config, ledger=ledger,
+                  queue=JobQueue(store=open_queue_store(config.db_path, ledger=ledger)))
     app[STATE] = state
     app.router.add_post("/webhook", handle_webhook)
     app.router.add_get("/", home)
@@ -109,9 +114,14 @@ def create_app(config: Config, *, engine: Engine | None = None,
                                 count=config.workers, poll=poll)
         if start_workers:
             state.workers.start()
+            state.pruner = asyncio.create_task(
+                prune_periodically(state.queue, config.retention_days))
         log.debug("started %d worker(s) on ledger %s", config.workers, config.db_path)
 
     async def stop(app: web.Application) -> None:
+        if state.pruner:
+            state.pruner.cancel()
+            await asyncio.gather(state.pruner, return_exceptions=True)
         if state.workers:
             await state.workers.stop()
         if state.session:

@@ -177,7 +177,7 @@ async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str)
         log.warning("could not start the check run of round %d: %s", number, exc)
         return None
     if check_id is not None and row:
-        store.db["rounds"].update(row["id"], {"check_run_id": check_id})
+        store.update_round(row["id"], check_run_id=check_id)
     return check_id
 
 
@@ -282,5 +282,4 @@ async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
 
 def _remember(store: Ledger, row: dict, shown_title: str, result: str,
               fail_on: str | None = None) -> None:
-    store.db["rounds"].update(row["id"],
-                              {"check_shown": json.dumps([shown_title, result, fail_on])})
+    store.update_round(row["id"], check_shown=json.dumps([shown_title, result, fail_on]))

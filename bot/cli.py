@@ -1,5 +1,5 @@
-"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App), ``setup`` (create the App)
-and ``review`` (local git).
+"""The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App), ``setup`` (create the App),
+``review`` (local git) and ``db`` (the store's upkeep).
 
 ``roundwise.cli`` composes these with the bench's; this module knows nothing of the bench.
 """
@@ -36,6 +36,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from .stats import add_command as add_stats
 
     add_stats(sub)
+
+    from .dbcli import add_commands as add_db
+
+    add_db(sub)
 
 
 def cmd_serve(args) -> int:

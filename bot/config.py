@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .review.llm_config import LLM_SETTINGS, LLMConfig
 from .review.prompt_context import CONTEXT_SETTINGS
+from .store.queue import is_postgres, sqlite_path
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
 
@@ -29,7 +30,12 @@ SETTINGS: dict[str, tuple[str, str]] = {
                                 "this or the key required"),
     "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
     "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
-    "ROUNDWISE_DB": ("path of the ledger SQLite file", "roundwise.db"),
+    "ROUNDWISE_DB": (("the ledger's SQLite file (a path or sqlite:///PATH); `roundwise db` "
+                      "also takes postgresql://... (the job queue's PostgreSQL store)"),
+                     "roundwise.db"),
+    "ROUNDWISE_RETENTION_DAYS": (("days processed deliveries and finished jobs are kept "
+                                  "before the server's hourly prune (or `roundwise db prune`) "
+                                  "drops them; the ledger is kept"), "14"),
     **LLM_SETTINGS,
     **CONTEXT_SETTINGS,
     "ROUNDWISE_WORKERS": ("concurrent jobs (different PRs)", "4"),
@@ -66,6 +72,7 @@ class Config:
     review_drafts: bool = False
     check_model: bool = False  # one tiny call to the model at start-up
     log_format: str = "text"
+    retention_days: float = 14.0  # processed deliveries and finished jobs (bot.retention)
 
     @property
     def model(self) -> str | None:
@@ -87,6 +94,20 @@ def _bool(name: str, value: str | None, default: bool) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name}={value!r} is not a boolean; use true or false")
+
+
+def retention_days(value: str | None) -> float:
+    """``ROUNDWISE_RETENTION_DAYS`` as a number of days (default 14)."""
+    if value is None or value.strip() == "":
+        return 14.0
+    try:
+        days = float(value)
+        if not days > 0 or days == float("inf"):
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"ROUNDWISE_RETENTION_DAYS={value!r} must be a number of days above "
+                          "0") from None
+    return days
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -166,6 +187,18 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if log_format not in LOG_FORMATS:
         problems.append(f"ROUNDWISE_LOG_FORMAT={log_format!r} must be text or json")
 
+    try:
+        keep_days = retention_days(env.get("ROUNDWISE_RETENTION_DAYS"))
+    except ConfigError as exc:
+        problems.append(str(exc))
+        keep_days = 14.0
+
+    db = env.get("ROUNDWISE_DB") or "roundwise.db"
+    if is_postgres(db):
+        problems.append("ROUNDWISE_DB is a postgresql:// URL: `roundwise serve` keeps its ledger "
+                        "in SQLite until the ledger store has a PostgreSQL engine; set a file "
+                        "path (the job queue's PostgreSQL store is used by `roundwise db`)")
+
     llm = None
     try:
         llm = LLMConfig.from_env(env)
@@ -180,11 +213,12 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         private_key=key,
         webhook_secret=secret,
         api_url=api_url,
-        db_path=env.get("ROUNDWISE_DB") or "roundwise.db",
+        db_path=sqlite_path(db),
         llm=llm,
         workers=n_workers,
         bot_login=env.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]",
         review_drafts=drafts,
         check_model=check_model,
         log_format=log_format,
+        retention_days=keep_days,
     )

@@ -21,10 +21,7 @@ WRITE = {"admin", "maintain", "write"}
 def recent_forced(queue: JobQueue, repo: str, number: int, *, hours: float = 1.0) -> int:
     """Forced rounds queued for the PR in the last ``hours``."""
     since = (datetime.now(UTC) - timedelta(hours=hours)).isoformat(timespec="milliseconds")
-    return queue.db.execute(
-        "select count(*) from jobs where kind = 'round' and repo = ? and number = ? "
-        "and json_extract(payload, '$.force') = 1 and created_at >= ?",
-        [repo, number, since]).fetchone()[0]
+    return queue.store.forced_since(repo, number, since)
 
 
 def may_force(permission: str, user: str | None, pr_author: str | None, already: int

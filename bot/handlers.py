@@ -48,8 +48,9 @@ class Handlers:
             raise
         log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
         live.after_job(self.ledger, job.repo, job.number, self.bot_logins)
-        if job.delivery_id and self.ledger.delivery(job.delivery_id):  # not for derived jobs
-            self.ledger.mark_processed(job.delivery_id, str(outcome or "ok")[:200])
+        store, call = self.queue.store, self.queue.call
+        if job.delivery_id and await call(store.delivery, job.delivery_id):  # not derived jobs
+            await call(store.mark_processed, job.delivery_id, str(outcome or "ok")[:200])
 
     async def on_round(self, job: Job) -> str:
         return await self.rounds.run(job)
@@ -92,18 +93,14 @@ class Handlers:
         """Someone re-ran the bot's check: review the head of each pull request it is for."""
         numbers = list(job.payload.get("numbers") or [])
         if not numbers:
-            row = self.ledger.db.execute(
-                "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
-                "where p.repo = ? and (r.check_run_id = ? or r.head_sha = ?) "
-                "order by r.id desc limit 1",
-                [job.repo, job.payload.get("check_run_id"), job.payload.get("head_sha")],
-            ).fetchone()
-            numbers = [row[0]] if row else []
+            number = self.ledger.pr_number_for_check(
+                job.repo, job.payload.get("check_run_id"), job.payload.get("head_sha"))
+            numbers = [number] if number is not None else []
         for number in numbers:
-            self.queue.enqueue("round", repo=job.repo, number=number,
-                               installation_id=job.installation_id, payload={"force": True},
-                               delivery_id=f"{job.delivery_id}:rerequest:{number}",
-                               head_sha=job.payload.get("head_sha"))
+            await self.queue.call(self.queue.enqueue, "round", repo=job.repo, number=number,
+                                  installation_id=job.installation_id, payload={"force": True},
+                                  delivery_id=f"{job.delivery_id}:rerequest:{number}",
+                                  head_sha=job.payload.get("head_sha"))
         return f"review queued for #{', #'.join(map(str, numbers))}" if numbers else \
             "no pull request known for this check"
 
@@ -124,9 +121,10 @@ class Handlers:
         action = job.payload.get("action")
         account = (inst.get("account") or {}).get("login")
         if job.payload.get("event") == "installation" and action == "deleted":
-            self.ledger.remove_installation(inst["id"])
+            await self.queue.call(self.queue.store.remove_installation, inst["id"])
         else:
-            self.ledger.upsert_installation(inst["id"], account, suspended=action == "suspend")
+            await self.queue.call(self.queue.store.upsert_installation, inst["id"], account,
+                                  action == "suspend")
         return f"installation {inst['id']} {action}"
 
     async def on_command(self, job: Job) -> str:
@@ -144,14 +142,15 @@ class Handlers:
             await gh.create_issue_comment(job.number, render.HELP)
             return "help"
         if command.name == "review":  # bot.forced: write access or the author; a rate limit
+            already = await self.queue.call(recent_forced, self.queue, job.repo, job.number)
             refusal = may_force(await gh.permission(user), user, job.payload.get("pr_author"),
-                                recent_forced(self.queue, job.repo, job.number))
+                                already)
             if refusal:
                 await gh.create_issue_comment(job.number, f"@{user} {refusal}.")
                 return f"refused: {refusal}"
-            self.queue.enqueue("round", repo=job.repo, number=job.number,
-                               installation_id=job.installation_id, payload={"force": True},
-                               delivery_id=f"{job.delivery_id}:review")
+            await self.queue.call(self.queue.enqueue, "round", repo=job.repo,
+                                  number=job.number, installation_id=job.installation_id,
+                                  payload={"force": True}, delivery_id=f"{job.delivery_id}:review")
             return "review queued"
         if command.name == "status":
             rows = [{"key": d.key, "state": str(d.state) + (" (ignored)" if d.ignored else ""),

@@ -18,8 +18,6 @@ import os
 import sqlite3
 from pathlib import Path
 
-from tracker.ledger import now
-
 __all__ = ["AlreadyServing", "ServerLock", "problems"]
 
 
@@ -59,11 +57,7 @@ def problems(state) -> list[str]:
     """Why the server cannot do its work now (empty when healthy)."""
     out = []
     try:
-        with state.ledger.transaction():
-            state.ledger.db.execute(
-                "create table if not exists heartbeat (id integer primary key, at text)")
-            state.ledger.db.execute("insert or replace into heartbeat (id, at) values (1, ?)",
-                                    [now()])
+        state.ledger.heartbeat()
     except sqlite3.Error as exc:  # disk full, read-only, locked: the reason goes to the caller
         out.append(f"the ledger database cannot be written: {type(exc).__name__}: {exc}")
     if state.workers is not None:

@@ -1,8 +1,9 @@
-"""The durable job queue: webhook work stored in the ledger database and worked by async workers.
+"""The durable job queue: webhook work stored in a queue store and worked by async workers.
 
 A webhook handler only verifies, records and enqueues; workers do the slow part. Jobs live in
-the ``jobs`` table of the ledger file, so they survive a crash or ``kill -9``: on start-up,
-jobs left ``running`` by a dead process are queued again. Jobs of one pull request run one at
+a ``QueueStore`` (``bot.store``: the ledger's SQLite file by default, or PostgreSQL), so they
+survive a crash or ``kill -9``: on start-up, jobs left ``running`` by a dead process are
+queued again (on a shared PostgreSQL store, once their owner's lease has run out). Jobs of one pull request run one at
 a time and in the order they arrived; jobs of different pull requests run concurrently. A
 ``round`` job that a newer ``round`` job of the same PR has overtaken before it started is
 skipped (the newer round covers it). Failures are retried with backoff and end ``failed``,
@@ -12,73 +13,22 @@ visibly, after ``max_attempts``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import secrets
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from typing import Any
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
-
-from tracker.ledger import Ledger, now
+from tracker.ledger import Ledger
 
 from . import metrics
+from .store import DB_ERRORS, Job, QueueStore
+from .store.sqlite import SqliteQueueStore
+
+__all__ = ["Job", "JobQueue", "RetryLater", "Workers"]
 
 log = logging.getLogger(__name__)
-
-migrations = Migrations("roundwise-jobs")
-
-
-@migrations()
-def m001_jobs(db: Database) -> None:
-    db["jobs"].create(
-        {
-            "id": int,
-            "delivery_id": str,
-            "kind": str,  # round, comment, thread, command, closed, installation
-            "repo": str,
-            "number": int,
-            "installation_id": int,
-            "head_sha": str,
-            "payload": str,  # JSON
-            "status": str,  # queued, running, done, failed, skipped
-            "attempts": int,
-            "run_after": float,
-            "owner": str,
-            "error": str,
-            "created_at": str,
-            "started_at": str,
-            "finished_at": str,
-        },
-        pk="id",
-        defaults={"status": "queued", "attempts": 0, "run_after": 0.0},
-    )
-    db["jobs"].create_index(["status", "run_after"])
-    db["jobs"].create_index(["repo", "number", "status"])
-    db["jobs"].create_index(["delivery_id", "kind"], unique=True)
-
-
-@dataclass
-class Job:
-    id: int
-    kind: str
-    repo: str | None
-    number: int | None
-    installation_id: int | None
-    payload: dict
-    delivery_id: str | None
-    head_sha: str | None
-    attempts: int
-
-    @classmethod
-    def from_row(cls, row: dict) -> Job:
-        return cls(row["id"], row["kind"], row["repo"], row["number"], row["installation_id"],
-                   json.loads(row["payload"] or "{}"), row["delivery_id"], row["head_sha"],
-                   row["attempts"])
 
 
 class RetryLater(Exception):
@@ -86,41 +36,55 @@ class RetryLater(Exception):
 
 
 class JobQueue:
-    """Enqueue, claim and finish jobs in the ledger's database."""
+    """Enqueue, claim and finish jobs in a ``QueueStore`` (by default the ledger's file).
 
-    def __init__(self, ledger: Ledger, *, max_attempts: int = 5, backoff: float = 5.0,
+    The policy lives here (backoff, attempts, wake-ups, metrics); the SQL in the store.
+    ``lease`` is how long a claimed job is its owner's before another replica may take it
+    over; workers renew it while they run the job.
+    """
+
+    def __init__(self, ledger: Ledger | None = None, *, store: QueueStore | None = None,
+                 max_attempts: int = 5, backoff: float = 5.0, lease: float = 600.0,
                  clock: Callable[[], float] = time.time):
+        if store is None:
+            store = SqliteQueueStore(ledger)
+        self.store = store
         self.ledger = ledger
-        self.db = ledger.db
         self.max_attempts = max_attempts
         self.backoff = backoff
+        self.lease = lease
         self.clock = clock
-        migrations.apply(self.db)
         self.wakeup = asyncio.Event()
+
+    async def call(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
+        """Run a store call from the event loop: in a thread when the store is a network
+        database, directly for SQLite (one connection, used one call at a time)."""
+        if self.store.threaded:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
 
     def enqueue(self, kind: str, *, repo: str | None = None, number: int | None = None,
                 installation_id: int | None = None, payload: dict | None = None,
                 delivery_id: str | None = None, head_sha: str | None = None) -> int:
         """Add a job; the same delivery never makes two jobs of one kind (a failed one is
         queued again, which is what a redelivery after a failure should do)."""
-        with self.ledger.transaction():
-            if delivery_id:
-                rows = list(self.db["jobs"].rows_where(
-                    "delivery_id = ? and kind = ?", [delivery_id, kind]))
-                if rows:
-                    row = rows[0]
-                    if row["status"] == "failed":
-                        self.db["jobs"].update(row["id"], {"status": "queued", "attempts": 0,
-                                                           "run_after": 0.0, "error": None})
-                    self._wake()
-                    return row["id"]
-            job_id = self.db["jobs"].insert({
-                "delivery_id": delivery_id, "kind": kind, "repo": repo, "number": number,
-                "installation_id": installation_id, "head_sha": head_sha,
-                "payload": json.dumps(payload or {}), "status": "queued", "attempts": 0,
-                "run_after": 0.0, "created_at": now(),
-            }).last_pk
+        job_id = self.store.enqueue(kind, repo=repo, number=number,
+                                    installation_id=installation_id, payload=payload or {},
+                                    delivery_id=delivery_id, head_sha=head_sha)
         self._wake()
+        return job_id
+
+    def accept(self, delivery_id: str, event: str, action: str | None, kind: str, *,
+               repo: str | None = None, number: int | None = None,
+               installation_id: int | None = None, payload: dict | None = None,
+               head_sha: str | None = None) -> int | None:
+        """Record a webhook delivery and queue its job, together; None when the delivery was
+        already fully processed (a duplicate)."""
+        job_id = self.store.accept(delivery_id, event, action, kind, repo=repo, number=number,
+                                   installation_id=installation_id, payload=payload or {},
+                                   head_sha=head_sha)
+        if job_id is not None:
+            self._wake()
         return job_id
 
     def _wake(self) -> None:
@@ -128,76 +92,21 @@ class JobQueue:
         metrics.QUEUE_DEPTH.set(self.depth())
 
     def recover(self) -> int:
-        """Queue again the jobs a crashed process left running, and free the PR leases it held
-        (one server works one ledger file, so at start-up no other holder is alive).
+        """Queue again the jobs a dead process left running, and free the PR leases it held.
+        SQLite: one server works one ledger file, so at start-up no other holder is alive and
+        every running job is taken back; a shared store takes back only expired leases.
         Returns how many jobs were re-queued."""
-        with self.ledger.transaction():
-            rows = list(self.db["jobs"].rows_where("status = 'running'"))
-            for row in rows:
-                self.db["jobs"].update(row["id"], {"status": "queued", "owner": None})
-            self.db.execute("delete from leases")
-        if rows:
-            log.warning("re-queued %d job(s) interrupted by a crash", len(rows))
-        return len(rows)
+        count = self.store.recover(self.clock() if self.store.threaded else None)
+        if count:
+            log.warning("re-queued %d job(s) interrupted by a crash", count)
+        return count
 
     def claim(self, owner: str) -> Job | None:
         """Take the oldest runnable job whose PR has nothing running and nothing older queued."""
-        stamp = self.clock()
-        conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute(
-                """
-                select * from jobs j where j.status = 'queued' and j.run_after <= ?
-                and not exists (
-                    select 1 from jobs o where o.repo = j.repo and o.number = j.number
-                    and j.number is not null and o.id != j.id
-                    and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
-                )
-                order by j.id limit 1
-                """,
-                [stamp],
-            ).fetchone()
-            if row is None:
-                conn.execute("COMMIT")
-                return None
-            cols = [d[0] for d in conn.execute("select * from jobs limit 0").description]
-            job = dict(zip(cols, row))
-            if job["kind"] == "round" and self._superseded(conn, job):
-                conn.execute(
-                    "update jobs set status = 'skipped', finished_at = ?, error = ? where id = ?",
-                    [now(), "superseded by a newer push", job["id"]],
-                )
-                conn.execute(
-                    "update deliveries set processed_at = ?, outcome = ? where id = ?",
-                    [now(), "skipped: superseded by a newer push", job["delivery_id"]],
-                )
-                conn.execute("COMMIT")
-                metrics.JOBS.labels(kind="round", outcome="skipped").inc()
-                return self.claim(owner)
-            conn.execute(
-                "update jobs set status = 'running', owner = ?, started_at = ?, "
-                "attempts = attempts + 1 where id = ?",
-                [owner, now(), job["id"]],
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        job["attempts"] += 1
-        return Job.from_row(job)
-
-    @staticmethod
-    def _superseded(conn, job: dict) -> bool:
-        newer = conn.execute(
-            "select 1 from jobs where repo = ? and number = ? and kind = 'round' "
-            "and status = 'queued' and id > ? limit 1",
-            [job["repo"], job["number"], job["id"]],
-        ).fetchone()
-        return newer is not None and not json.loads(job["payload"] or "{}").get("force")
+        return self.store.claim(owner, self.clock(), self.lease)
 
     def finish(self, job: Job, status: str = "done", error: str | None = None) -> None:
-        self.db["jobs"].update(job.id, {"status": status, "finished_at": now(), "error": error})
+        self.store.finish(job.id, status, error)
         metrics.JOBS.labels(kind=job.kind, outcome=status).inc()
         metrics.QUEUE_DEPTH.set(self.depth())
 
@@ -207,25 +116,19 @@ class JobQueue:
             self.finish(job, "failed", error)
             return False
         wait = self.backoff * 2 ** (job.attempts - 1)
-        self.db["jobs"].update(job.id, {"status": "queued", "owner": None, "error": error,
-                                        "run_after": self.clock() + wait})
+        self.store.requeue(job.id, error, self.clock() + wait)
         metrics.JOBS.labels(kind=job.kind, outcome="retry").inc()
         return True
 
     def depth(self) -> int:
-        return self.db.execute(
-            "select count(*) from jobs where status in ('queued', 'running')"
-        ).fetchone()[0]
+        return self.store.depth()
 
     def pending(self, repo: str, number: int) -> int:
         """Jobs of one PR not finished yet (the bench waits for zero)."""
-        return self.db.execute(
-            "select count(*) from jobs where repo = ? and number = ? "
-            "and status in ('queued', 'running')", [repo, number],
-        ).fetchone()[0]
+        return self.store.pending(repo, number)
 
-    def job(self, job_id: int) -> dict:
-        return self.db["jobs"].get(job_id)
+    def job(self, job_id: int) -> Job | None:
+        return self.store.job(job_id)
 
 
 Handler = Callable[[Job], Awaitable[None]]
@@ -251,6 +154,7 @@ class Workers:
         self.owner = owner or f"worker-{os.getpid()}-{secrets.token_hex(3)}"
         self.poll = poll
         self._tasks: list[asyncio.Task] = []
+        self._janitor: asyncio.Task | None = None
         self._stopping = False
         self.errors: dict[int, str] = {}  # worker index -> its last error, while failing
 
@@ -262,24 +166,42 @@ class Workers:
         return out
 
     def start(self) -> None:
-        self.queue.recover()
+        if self.queue.store.threaded:  # a shared store: take back dead replicas' jobs, often
+            self._janitor = asyncio.create_task(self._take_back())
+        else:
+            self.queue.recover()
         self._tasks = [asyncio.create_task(self._run(i)) for i in range(self.count)]
+
+    async def _take_back(self) -> None:
+        """Shared store: re-queue jobs whose owner's lease ran out (a replica that died), and
+        renew this replica's own leases, every quarter lease."""
+        every = max(self.queue.lease / 4, 0.05)
+        while not self._stopping:
+            try:
+                until = self.queue.clock() + self.queue.lease
+                for index in range(self.count):
+                    await self.queue.call(self.queue.store.renew, f"{self.owner}-{index}", until)
+                await self.queue.call(self.queue.recover)
+            except DB_ERRORS as exc:
+                log.warning("lease upkeep failed: %s", exc)
+            await asyncio.sleep(every)
 
     async def stop(self) -> None:
         self._stopping = True
         self.queue.wakeup.set()
-        for task in self._tasks:
+        tasks = self._tasks + ([self._janitor] if self._janitor else [])
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks, self._janitor = [], None
 
     async def _run(self, index: int) -> None:
         owner = f"{self.owner}-{index}"
         failures = 0
         while not self._stopping:
             try:
-                job = self.queue.claim(owner)
-            except sqlite3.Error as exc:  # the database: keep the worker, wait, try again
+                job = await self.queue.call(self.queue.claim, owner)
+            except DB_ERRORS as exc:  # the database: keep the worker, wait, try again
                 failures += 1
                 await self._back_off(index, failures, exc)
                 continue
@@ -314,7 +236,7 @@ class Workers:
                         job.number, exc)
             message = str(exc)
             await self._record(index, lambda: self.queue.retry_later(job, message))
-        except sqlite3.Error as exc:  # the database failed under the job: try it again later
+        except DB_ERRORS as exc:  # the database failed under the job: try it again later
             log.warning("job %s (%s %s#%s) hit a database error, will be retried: %s", job.id,
                         job.kind, job.repo, job.number, exc)
             message = f"{type(exc).__name__}: {exc}"
@@ -331,8 +253,8 @@ class Workers:
         failures = 0
         while True:
             try:
-                write()
-            except sqlite3.Error as exc:
+                await self.queue.call(write)
+            except DB_ERRORS as exc:
                 if self._stopping:
                     raise
                 failures += 1

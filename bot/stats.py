@@ -63,9 +63,8 @@ def cmd_stats(args) -> int:
     login = os.environ.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]"
     base = login.removesuffix("[bot]")
     with Ledger(args.ledger) as ledger:
-        for pr in ledger.db["pull_requests"].rows:
-            if not args.repo or pr["repo"] == args.repo:
-                refresh(ledger, pr["id"], {login, base, f"{base}[bot]"})
+        for pr in ledger.pull_requests(args.repo or None):
+            refresh(ledger, pr["id"], {login, base, f"{base}[bot]"})
         summary = summarise(ledger, args.repo, args.since)
     if args.json:
         print(json.dumps({"repos": summary, "note": WEAK}, indent=2, ensure_ascii=False))

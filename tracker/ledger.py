@@ -9,10 +9,12 @@ network I/O; deciding states is ``tracker.decide``'s job, the ledger validates a
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
@@ -28,6 +30,22 @@ from .schema import migrations
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@contextmanager
+def migration_lock(path: str):
+    """Hold an exclusive lock beside a SQLite file while it is opened and migrated: two
+    processes starting together would otherwise both try to migrate, and one fail with
+    "database is locked" (a read transaction cannot wait to become a write)."""
+    if path == ":memory:":
+        yield
+        return
+    fd = open(f"{Path(path).expanduser()}.migrate-lock", "a")  # noqa: SIM115
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fd.close()  # closing releases the lock
 
 
 class LedgerError(Exception):
@@ -47,11 +65,12 @@ class Ledger:
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.db = Database(conn)
-        if self.path != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        migrations.apply(self.db)
+        with migration_lock(self.path):
+            if self.path != ":memory:":
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -108,6 +127,23 @@ class Ledger:
         fields["updated_at"] = now()
         self.db["pull_requests"].update(pr_id, fields)
 
+    def pull_request_by_id(self, pr_id: int) -> dict | None:
+        return self._get("pull_requests", pr_id)
+
+    def pull_requests(self, repo: str | None = None) -> list[dict]:
+        """Every PR (of ``repo``), by repository and number."""
+        where, args = ("repo = ?", [repo]) if repo else (None, None)
+        return list(self.db["pull_requests"].rows_where(where, args, order_by="repo, number"))
+
+    def pr_number_for_check(self, repo: str, check_run_id: int | None,
+                            head_sha: str | None) -> int | None:
+        """The PR whose latest round posted this check run or reviewed this head."""
+        row = self.db.execute(
+            "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
+            "where p.repo = ? and (r.check_run_id = ? or r.head_sha = ?) "
+            "order by r.id desc limit 1", [repo, check_run_id, head_sha]).fetchone()
+        return row[0] if row else None
+
     # -- rounds ------------------------------------------------------------------------------
 
     def rounds(self, pr_id: int) -> list[dict]:
@@ -116,6 +152,10 @@ class Ledger:
     def round(self, pr_id: int, number: int) -> dict | None:
         rows = list(self.db["rounds"].rows_where("pr_id = ? and number = ?", [pr_id, number]))
         return rows[0] if rows else None
+
+    def update_round(self, round_id: int, **fields) -> None:
+        """Set a round's columns (its check run, what the check shows)."""
+        self.db["rounds"].update(round_id, fields)
 
     def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
         where, args = "pr_id = ?", [pr_id]
@@ -464,6 +504,15 @@ class Ledger:
         return list(self.db["defect_comments"].rows_where("defect_id = ?", [defect.id],
                                                          order_by="id"))
 
+    def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
+        """People's (not the bot's) comments on the PR's defects from ``since`` on: key,
+        author, body, oldest first."""
+        rows = self.db.query(
+            "select d.key, c.author, c.body from defect_comments c join defects d "
+            "on d.id = c.defect_id where d.pr_id = ? and c.posted_by_bot = 0 "
+            "and c.created_at >= ? order by c.id", [pr_id, since or ""])
+        return [dict(r) for r in rows]
+
     def thread_root(self, pr_id: int, key: str) -> dict | None:
         """The top-level review comment of a defect's thread, if it has one."""
         for row in self.comments(pr_id, key):
@@ -498,6 +547,13 @@ class Ledger:
 
     def mark_processed(self, delivery_id: str, outcome: str = "ok") -> None:
         self.db["deliveries"].update(delivery_id, {"processed_at": now(), "outcome": outcome})
+
+    def heartbeat(self) -> None:
+        """Write one row (``/healthz``: the database takes writes); raises when it cannot."""
+        with self.transaction():
+            self.db.execute(
+                "create table if not exists heartbeat (id integer primary key, at text)")
+            self.db.execute("insert or replace into heartbeat (id, at) values (1, ?)", [now()])
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -188,19 +188,16 @@ async def handle_webhook(request: web.Request) -> web.Response:
     except (ValueError, BadPayload) as exc:
         metrics.DELIVERIES.labels(event=_label(event), outcome="bad_request").inc()
         return web.json_response({"error": f"bad payload: {exc}"}, status=400)
-    ledger = state.ledger
     if target.kind is None:
         metrics.DELIVERIES.labels(event=_label(event), outcome="ignored").inc()
         return web.json_response({"ignored": target.reason})
-    with ledger.transaction():
-        fresh = ledger.record_delivery(delivery, event, payload.get("action"), target.repo,
-                                       target.number)
-        if not fresh:
-            metrics.DELIVERIES.labels(event=_label(event), outcome="duplicate").inc()
-            return web.json_response({"duplicate": delivery})
-        job_id = state.queue.enqueue(target.kind, repo=target.repo, number=target.number,
-                                     installation_id=target.installation_id,
-                                     payload=target.payload, delivery_id=delivery,
-                                     head_sha=target.head_sha)
+    queue = state.queue
+    job_id = await queue.call(queue.accept, delivery, event, payload.get("action"), target.kind,
+                              repo=target.repo, number=target.number,
+                              installation_id=target.installation_id, payload=target.payload,
+                              head_sha=target.head_sha)
+    if job_id is None:
+        metrics.DELIVERIES.labels(event=_label(event), outcome="duplicate").inc()
+        return web.json_response({"duplicate": delivery})
     metrics.DELIVERIES.labels(event=_label(event), outcome="queued").inc()
     return web.json_response({"queued": job_id}, status=202)

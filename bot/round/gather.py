@@ -139,9 +139,4 @@ async def _anchor_diffs(forge: ForgeReader, tracked: list[Defect], previous: dic
 
 def _discussion(store: Ledger, pr_id: int, previous: dict | None) -> list[dict]:
     since = previous["finished_at"] if previous else ""
-    rows = store.db.query(
-        "select d.key, c.author, c.body from defect_comments c join defects d "
-        "on d.id = c.defect_id where d.pr_id = ? and c.posted_by_bot = 0 "
-        "and c.created_at >= ? order by c.id", [pr_id, since or ""],
-    )
-    return [dict(r) for r in rows]
+    return store.people_comments_since(pr_id, since or "")

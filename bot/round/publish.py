@@ -129,7 +129,7 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
                      "here only: " + ", ".join(record.vanished) + ".")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
-    pr = store.db["pull_requests"].get(pr_id)
+    pr = store.pull_request_by_id(pr_id)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],
                           round_number=number, head=head, notes=notes,
                           marker=render.SUMMARY_MARKER, commands=render.COMMANDS,

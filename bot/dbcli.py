@@ -1,0 +1,77 @@
+"""``roundwise db migrate`` and ``roundwise db prune``: the store's upkeep by hand.
+
+Both take the database from ``--db`` or ``ROUNDWISE_DB`` (a path, ``sqlite:///PATH`` or
+``postgresql://...``) and need no GitHub App settings, so an operator can run them beside the
+servers (the servers migrate at start-up and prune hourly themselves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["add_commands"]
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    db = sub.add_parser("db", help="migrate or prune the database",
+                        description="Upkeep of the database named by --db or ROUNDWISE_DB.")
+    dbsub = db.add_subparsers(dest="db_command", required=True)
+    migrate = dbsub.add_parser("migrate", help="apply the schema migrations not applied yet")
+    prune = dbsub.add_parser("prune", help="drop processed deliveries and finished jobs older "
+                                           "than the retention")
+    prune.add_argument("--days", type=float,
+                       help="keep this many days (default: ROUNDWISE_RETENTION_DAYS, else 14)")
+    for cmd in (migrate, prune):
+        cmd.add_argument("--db", help="a SQLite path, sqlite:///PATH or postgresql://... "
+                                      "(default: ROUNDWISE_DB, else roundwise.db)")
+    migrate.set_defaults(func=cmd_migrate)
+    prune.set_defaults(func=cmd_prune)
+
+
+def _target(args) -> str:
+    return args.db or os.environ.get("ROUNDWISE_DB") or "roundwise.db"
+
+
+def _redact(target: str) -> str:
+    """The target without a password, for printing."""
+    if "://" in target and "@" in target:
+        scheme, rest = target.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+    return target
+
+
+def cmd_migrate(args) -> int:
+    from .store import open_queue_store
+
+    target = _target(args)
+    store = open_queue_store(target)  # opening a store applies its migrations, under a lock
+    store.close()
+    print(f"{_redact(target)}: schema up to date")
+    return 0
+
+
+def cmd_prune(args) -> int:
+    from .config import ConfigError, retention_days
+    from .retention import prune
+    from .store import open_queue_store
+
+    try:
+        days = args.days if args.days is not None else retention_days(
+            os.environ.get("ROUNDWISE_RETENTION_DAYS"))
+        if days <= 0:
+            raise ConfigError("--days must be above 0")
+    except ConfigError as exc:
+        print(f"roundwise db prune: {exc}", file=sys.stderr)
+        return 2
+    target = _target(args)
+    store = open_queue_store(target)
+    try:
+        counts = prune(store, days)
+    finally:
+        store.close()
+    print(f"{_redact(target)}: dropped {counts['jobs']} finished job(s) and "
+          f"{counts['deliveries']} processed deliver(ies) older than {days:g} days")
+    return 0

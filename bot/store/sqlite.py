@@ -1,0 +1,244 @@
+"""The queue store on SQLite: the embedded default, in the ledger's own file.
+
+It shares the ledger's connection, so a job and the delivery it settles commit together, and
+it owns the ``jobs`` table's migrations. A claim runs under ``BEGIN IMMEDIATE`` (SQLite's one
+writer), which is what keeps one PR's jobs in order. Deliveries, leases and installations are
+still written through the ledger's methods here, where the tracker's tests and the PR
+serializer (``tracker.serial``) reach them too.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from tracker.ledger import Ledger, migration_lock, now
+
+from .queue import FINISHED, Delivery, Installation, Job
+
+migrations = Migrations("roundwise-jobs")
+
+
+@migrations()
+def m001_jobs(db: Database) -> None:
+    db["jobs"].create(
+        {
+            "id": int,
+            "delivery_id": str,
+            "kind": str,  # round, comment, thread, command, closed, installation
+            "repo": str,
+            "number": int,
+            "installation_id": int,
+            "head_sha": str,
+            "payload": str,  # JSON
+            "status": str,  # queued, running, done, failed, skipped
+            "attempts": int,
+            "run_after": float,
+            "owner": str,
+            "error": str,
+            "created_at": str,
+            "started_at": str,
+            "finished_at": str,
+        },
+        pk="id",
+        defaults={"status": "queued", "attempts": 0, "run_after": 0.0},
+    )
+    db["jobs"].create_index(["status", "run_after"])
+    db["jobs"].create_index(["repo", "number", "status"])
+    db["jobs"].create_index(["delivery_id", "kind"], unique=True)
+
+
+@migrations()
+def m002_job_leases(db: Database) -> None:
+    # until when a running job's owner holds it; retention prunes by finish time
+    db["jobs"].add_column("lease_until", float)
+    db["jobs"].create_index(["status", "finished_at"])
+    db["deliveries"].create_index(["processed_at"])
+
+
+class SqliteQueueStore:
+    """The queue's data in the ledger's SQLite file (see the module docstring)."""
+
+    threaded = False
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+        self.db = ledger.db
+        with migration_lock(ledger.path):
+            migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    def enqueue(self, kind: str, *, repo=None, number=None, installation_id=None, payload=None,
+                delivery_id=None, head_sha=None) -> int:
+        with self.ledger.transaction():
+            if delivery_id:
+                rows = list(self.db["jobs"].rows_where(
+                    "delivery_id = ? and kind = ?", [delivery_id, kind]))
+                if rows:
+                    row = rows[0]
+                    if row["status"] == "failed":
+                        self.db["jobs"].update(row["id"], {"status": "queued", "attempts": 0,
+                                                           "run_after": 0.0, "error": None})
+                    return row["id"]
+            return self.db["jobs"].insert({
+                "delivery_id": delivery_id, "kind": kind, "repo": repo, "number": number,
+                "installation_id": installation_id, "head_sha": head_sha,
+                "payload": json.dumps(payload or {}), "status": "queued", "attempts": 0,
+                "run_after": 0.0, "created_at": now(),
+            }).last_pk
+
+    def accept(self, delivery_id, event, action, kind, *, repo=None, number=None,
+               installation_id=None, payload=None, head_sha=None) -> int | None:
+        with self.ledger.transaction():
+            if not self.ledger.record_delivery(delivery_id, event, action, repo, number):
+                return None
+            return self.enqueue(kind, repo=repo, number=number, installation_id=installation_id,
+                                payload=payload, delivery_id=delivery_id, head_sha=head_sha)
+
+    def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
+        conn = self.db.conn
+        while True:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = conn.execute(
+                    """
+                    select * from jobs j where j.status = 'queued' and j.run_after <= ?
+                    and not exists (
+                        select 1 from jobs o where o.repo = j.repo and o.number = j.number
+                        and j.number is not null and o.id != j.id
+                        and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
+                    )
+                    order by j.id limit 1
+                    """,
+                    [stamp],
+                )
+                row = cursor.fetchone()
+                if row is None:
+                    conn.execute("COMMIT")
+                    return None
+                job = dict(zip([d[0] for d in cursor.description], row))
+                if job["kind"] == "round" and self._superseded(conn, job):
+                    conn.execute(
+                        "update jobs set status = 'skipped', finished_at = ?, error = ? "
+                        "where id = ?", [now(), "superseded by a newer push", job["id"]])
+                    conn.execute(
+                        "update deliveries set processed_at = ?, outcome = ? where id = ?",
+                        [now(), "skipped: superseded by a newer push", job["delivery_id"]])
+                    conn.execute("COMMIT")
+                    from bot import metrics
+
+                    metrics.JOBS.labels(kind="round", outcome="skipped").inc()
+                    continue
+                conn.execute(
+                    "update jobs set status = 'running', owner = ?, started_at = ?, "
+                    "lease_until = ?, attempts = attempts + 1 where id = ?",
+                    [owner, now(), stamp + lease, job["id"]])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            job.update(attempts=job["attempts"] + 1, status="running", owner=owner)
+            return Job.from_row(job)
+
+    @staticmethod
+    def _superseded(conn, job: dict) -> bool:
+        newer = conn.execute(
+            "select 1 from jobs where repo = ? and number = ? and kind = 'round' "
+            "and status = 'queued' and id > ? limit 1",
+            [job["repo"], job["number"], job["id"]],
+        ).fetchone()
+        return newer is not None and not json.loads(job["payload"] or "{}").get("force")
+
+    def finish(self, job_id: int, status: str, error: str | None = None) -> None:
+        self.db["jobs"].update(job_id, {"status": status, "finished_at": now(), "error": error})
+
+    def requeue(self, job_id: int, error: str, run_after: float) -> None:
+        self.db["jobs"].update(job_id, {"status": "queued", "owner": None, "error": error,
+                                        "run_after": run_after})
+
+    def renew(self, owner: str, until: float) -> int:
+        with self.ledger.transaction():
+            return self.db.execute(
+                "update jobs set lease_until = ? where owner = ? and status = 'running'",
+                [until, owner]).rowcount
+
+    def recover(self, stamp: float | None) -> int:
+        with self.ledger.transaction():
+            if stamp is None:
+                count = self.db.execute(
+                    "update jobs set status = 'queued', owner = null where status = 'running'"
+                ).rowcount
+                self.db.execute("delete from leases")
+            else:
+                count = self.db.execute(
+                    "update jobs set status = 'queued', owner = null where status = 'running' "
+                    "and coalesce(lease_until, 0) < ?", [stamp]).rowcount
+                self.db.execute("delete from leases where expires_at < ?", [stamp])
+        return count
+
+    def depth(self) -> int:
+        return self.db.execute(
+            "select count(*) from jobs where status in ('queued', 'running')").fetchone()[0]
+
+    def pending(self, repo: str, number: int) -> int:
+        return self.db.execute(
+            "select count(*) from jobs where repo = ? and number = ? "
+            "and status in ('queued', 'running')", [repo, number]).fetchone()[0]
+
+    def job(self, job_id: int) -> Job | None:
+        row = self.ledger._get("jobs", job_id)
+        return Job.from_row(row) if row else None
+
+    def forced_since(self, repo: str, number: int, since: str) -> int:
+        return self.db.execute(
+            "select count(*) from jobs where kind = 'round' and repo = ? and number = ? "
+            "and json_extract(payload, '$.force') = 1 and created_at >= ?",
+            [repo, number, since]).fetchone()[0]
+
+    # -- deliveries, leases, installations (the ledger's methods, see the docstring) ----------
+
+    def record_delivery(self, delivery_id, event, action, repo=None, number=None) -> bool:
+        return self.ledger.record_delivery(delivery_id, event, action, repo, number)
+
+    def mark_processed(self, delivery_id: str, outcome: str = "ok") -> None:
+        self.ledger.mark_processed(delivery_id, outcome)
+
+    def delivery(self, delivery_id: str) -> Delivery | None:
+        row = self.ledger.delivery(delivery_id)
+        return Delivery.from_row(row) if row else None
+
+    def acquire_lease(self, pr_id: int, owner: str, ttl: float = 600.0) -> bool:
+        return self.ledger.acquire_lease(pr_id, owner, ttl)
+
+    def release_lease(self, pr_id: int, owner: str) -> None:
+        self.ledger.release_lease(pr_id, owner)
+
+    def upsert_installation(self, installation_id, account, suspended=False) -> None:
+        self.ledger.upsert_installation(installation_id, account, suspended)
+
+    def remove_installation(self, installation_id: int) -> None:
+        self.ledger.remove_installation(installation_id)
+
+    def installation(self, installation_id: int) -> Installation | None:
+        row = self.ledger.installation(installation_id)
+        return Installation(row["id"], row["account"], bool(row["suspended"])) if row else None
+
+    # -- retention ---------------------------------------------------------------------------
+
+    def prune(self, before: str) -> dict[str, int]:
+        marks = ",".join("?" * len(FINISHED))
+        with self.ledger.transaction():
+            jobs = self.db.execute(
+                f"delete from jobs where status in ({marks}) and finished_at < ?",
+                [*FINISHED, before]).rowcount
+            deliveries = self.db.execute(
+                "delete from deliveries where processed_at is not null and processed_at < ? "
+                "and id not in (select delivery_id from jobs where delivery_id is not null)",
+                [before]).rowcount
+        return {"jobs": jobs, "deliveries": deliveries}

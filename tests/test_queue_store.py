@@ -1,0 +1,256 @@
+"""The queue store's contract, run on both engines: SQLite files and a real PostgreSQL.
+
+Every test takes a ``make`` fixture that opens a store on one fresh database (a new SQLite file,
+or a new schema in PostgreSQL's ``test`` database, dropped afterwards); calling it twice gives
+two stores on the same data, as two processes or replicas would have. The PostgreSQL cases skip
+with the reason when no server answers at ``ROUNDWISE_TEST_PG``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+import time
+
+import pytest
+
+from bot.jobs import JobQueue, Workers
+from bot.store import open_queue_store
+from tracker.ledger import now
+
+PG_URL = os.environ.get("ROUNDWISE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_unreachable() -> str | None:
+    import psycopg
+
+    try:
+        psycopg.connect(PG_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:  # no server, refused, no such database...
+        return f"PostgreSQL not reachable at {PG_URL} ({type(exc).__name__}: {exc})"
+    return None
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def make(request, tmp_path):
+    opened = []
+    if request.param == "sqlite":
+        path = tmp_path / "queue.db"
+
+        def open_one():
+            opened.append(open_queue_store(f"sqlite:///{path}"))
+            return opened[-1]
+    else:
+        reason = _pg_unreachable()
+        if reason:
+            pytest.skip(reason)
+        schema = f"rw_test_{secrets.token_hex(6)}"
+
+        def open_one():
+            opened.append(open_queue_store(PG_URL, schema=schema))
+            return opened[-1]
+    yield open_one
+    for store in opened:
+        store.close()
+    if request.param == "postgresql":
+        import psycopg
+
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'drop schema if exists "{schema}" cascade')
+
+
+def add(store, kind="comment", number=1, delivery=None, **payload):
+    return store.enqueue(kind, repo="o/r", number=number, installation_id=7, payload=payload,
+                         delivery_id=delivery, head_sha=None)
+
+
+def test_jobs_of_one_pr_are_claimed_in_order_and_one_at_a_time(make):
+    store = make()
+    first, second, other = add(store, number=1), add(store, number=1), add(store, number=2)
+    stamp = time.time()
+    a = store.claim("w-a", stamp, 60)
+    b = store.claim("w-b", stamp, 60)
+    assert (a.id, b.id) == (first, other)  # PR 1's second job waits for its first
+    assert a.status == "running" and a.attempts == 1 and a.payload == {}
+    assert store.claim("w-c", stamp, 60) is None
+    store.finish(a.id, "done", None)
+    assert store.claim("w-c", stamp, 60).id == second
+    assert store.pending("o/r", 1) == 1 and store.depth() == 2
+
+
+def test_a_backed_off_job_waits_for_its_time(make):
+    store = make()
+    job_id = add(store)
+    job = store.claim("w", time.time(), 60)
+    store.requeue(job.id, "GitHub down", time.time() + 100)
+    assert store.claim("w", time.time(), 60) is None
+    again = store.claim("w", time.time() + 101, 60)
+    assert again.id == job_id and again.attempts == 2 and again.error == "GitHub down"
+
+
+def test_replicas_never_run_two_jobs_of_a_pr_at_once(make):
+    stores = [make() for _ in range(3)]
+    for i in range(18):
+        add(stores[0], number=i % 3 + 1)
+    running: dict[int, int] = {}
+    order: dict[int, list[int]] = {1: [], 2: [], 3: []}
+    clash = []
+    guard = threading.Lock()
+
+    def replica(store, name):
+        idle = 0
+        while idle < 20:
+            job = store.claim(name, time.time(), 60)
+            if job is None:
+                idle += 1
+                time.sleep(0.01)
+                continue
+            idle = 0
+            with guard:
+                if job.number in running:
+                    clash.append((job.number, running[job.number], job.id))
+                running[job.number] = job.id
+                order[job.number].append(job.id)
+            time.sleep(0.005)
+            with guard:
+                del running[job.number]
+            store.finish(job.id, "done", None)
+
+    threads = [threading.Thread(target=replica, args=(s, f"r{i}")) for i, s in
+               enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert clash == []
+    assert sum(len(ids) for ids in order.values()) == 18
+    assert all(ids == sorted(ids) for ids in order.values())
+    assert stores[1].depth() == 0
+
+
+def test_an_overtaken_round_is_skipped_unless_forced(make):
+    store = make()
+    for delivery in ("d-1", "d-2", "d-3"):
+        store.record_delivery(delivery, "pull_request", "synchronize", "o/r", 1)
+    old = add(store, "round", delivery="d-1")
+    forced = add(store, "round", delivery="d-2", force=True)
+    newest = add(store, "round", delivery="d-3")
+    stamp = time.time()
+    job = store.claim("w", stamp, 60)
+    assert job.id == forced  # the first was overtaken; the forced one runs anyway
+    assert store.job(old).status == "skipped"
+    assert store.delivery("d-1").outcome == "skipped: superseded by a newer push"
+    store.finish(job.id, "done", None)
+    assert store.claim("w", stamp, 60).id == newest
+
+
+def test_a_delivery_makes_one_job_and_a_processed_one_is_a_duplicate(make):
+    store = make()
+    first = store.accept("g-1", "issue_comment", "created", "comment", repo="o/r", number=1,
+                         installation_id=7, payload={"x": 1}, head_sha=None)
+    again = store.accept("g-1", "issue_comment", "created", "comment", repo="o/r", number=1,
+                         installation_id=7, payload={"x": 1}, head_sha=None)
+    assert first == again and store.depth() == 1
+    assert store.delivery("g-1").attempts == 2
+    store.mark_processed("g-1", "ok")
+    assert store.accept("g-1", "issue_comment", "created", "comment", repo="o/r", number=1,
+                        installation_id=7, payload={}, head_sha=None) is None
+    job = store.claim("w", time.time(), 60)
+    assert job.payload == {"x": 1} and job.delivery_id == "g-1"
+    store.finish(job.id, "failed", "boom")
+    assert add(store, delivery="g-1") == first  # a redelivery queues the failed job again
+    assert store.job(first).status == "queued" and store.job(first).attempts == 0
+
+
+def test_a_pr_lease_held_by_a_live_owner_is_not_taken_but_an_expired_one_is(make):
+    one, two = make(), make()
+    assert one.acquire_lease(5, "proc-a", ttl=60) is True
+    assert two.acquire_lease(5, "proc-b", ttl=60) is False
+    assert one.acquire_lease(5, "proc-a", ttl=60) is True  # its owner renews it
+    one.release_lease(5, "proc-a")
+    assert two.acquire_lease(5, "proc-b", ttl=60) is True
+    assert one.acquire_lease(7, "proc-a", ttl=-1) is True  # expired at once
+    assert two.acquire_lease(7, "proc-b", ttl=60) is True
+
+
+def test_a_running_job_is_taken_over_only_when_its_lease_ran_out(make):
+    one, two = make(), make()
+    job_id = add(one)
+    stamp = time.time()
+    assert one.claim("replica-a-0", stamp, 60).id == job_id
+    assert two.recover(stamp + 30) == 0  # its owner is alive: not taken
+    assert two.claim("replica-b-0", stamp + 30, 60) is None
+    assert one.renew("replica-a-0", stamp + 120) == 1  # the owner renews its lease
+    assert two.recover(stamp + 90) == 0
+    assert two.recover(stamp + 121) == 1  # the owner died: taken over
+    taken = two.claim("replica-b-0", stamp + 121, 60)
+    assert taken.id == job_id and taken.owner == "replica-b-0" and taken.attempts == 2
+
+
+def test_prune_drops_old_processed_deliveries_and_finished_jobs_only(make):
+    store = make()
+    for delivery in ("old", "unprocessed", "recent"):
+        store.record_delivery(delivery, "pull_request", "opened", "o/r", 1)
+    done = add(store, number=1)
+    queued = add(store, number=2)
+    store.finish(store.claim("w", time.time(), 60).id, "done", None)
+    store.mark_processed("old")
+    time.sleep(0.01)
+    cutoff = now()
+    time.sleep(0.01)
+    store.mark_processed("recent")
+    assert store.prune(cutoff) == {"jobs": 1, "deliveries": 1}
+    assert store.delivery("old") is None
+    assert store.delivery("recent") is not None and store.delivery("unprocessed") is not None
+    assert store.job(done) is None and store.job(queued).status == "queued"
+
+
+def test_installations_and_forced_rounds(make):
+    store = make()
+    store.upsert_installation(42, "octo")
+    store.upsert_installation(42, "octo", suspended=True)
+    assert store.installation(42).suspended is True and store.installation(42).account == "octo"
+    store.remove_installation(42)
+    assert store.installation(42) is None
+    since = now()
+    add(store, "round", delivery="f-1", force=True)
+    add(store, "round", delivery="f-2")
+    assert store.forced_since("o/r", 1, since) == 1
+
+
+def test_stores_opened_together_migrate_once(make):
+    stores = []
+    threads = [threading.Thread(target=lambda: stores.append(make())) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stores) == 3
+    job_id = add(stores[0])
+    assert stores[2].job(job_id).kind == "comment"  # one schema, shared
+
+
+async def test_workers_drain_the_store_in_order(make):
+    store = make()
+    queue = JobQueue(store=store, lease=2.0)
+    seen = []
+
+    async def handler(job):
+        seen.append(job.payload["n"])
+        await asyncio.sleep(0.01)
+
+    for n in range(5):
+        queue.enqueue("comment", repo="o/r", number=1, payload={"n": n})
+    workers = Workers(queue, handler, count=3, poll=0.05)
+    workers.start()
+    try:
+        for _ in range(200):
+            if queue.pending("o/r", 1) == 0:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await workers.stop()
+    assert seen == [0, 1, 2, 3, 4]
+    assert queue.depth() == 0 and workers.problems() == []
