@@ -277,3 +277,14 @@ def test_an_outdated_review_comment_keeps_its_original_anchor():
     event = {"kind": "review_comment", "id": 5, "path": "a.py", "line": None,
              "original_line": 7, "body": "x"}
     assert event_comment(event).line == 7
+
+
+def test_a_small_edit_inside_a_wide_selection_is_not_its_fix():
+    body = "".join(f"    step_{i}(data)\n" for i in range(1, 11))
+    src = "def run(data):\n" + body + "    return data\n"
+    d = comment_defect("validate `data` before all of these steps", "m.py", 2, 11, old=src)
+    one = src.replace("    step_4(data)\n", "    step_4(data, strict=True)\n")
+    assert decide(d, {"m.py": src}, {"m.py": one}).state is State.OPEN
+    rewritten = src.replace(body, "".join(f"    step_{i}(checked)\n" for i in range(1, 5))
+                            + "".join(f"    step_{i}(data)\n" for i in range(5, 11)))
+    assert decide(d, {"m.py": src}, {"m.py": rewritten}).state is State.RESOLVED

@@ -393,6 +393,17 @@ def focus_changed(case: Case) -> Ruling | None:
                   f"(now near {where})", 0.7)
 
 
+WIDE_RANGE = 6  # a selection this long is a region; a small edit inside it is not its fix
+
+
+def _enough_of(case: Case, m: Mapped) -> bool:
+    """Whether an edit covers enough of the comment's range to be its fix: all of a short
+    range counts, but in a wide one (a reviewer selecting a whole block) a third of its
+    non-blank lines must go."""
+    size = len(normalise(case.range_code))
+    return size < WIDE_RANGE or 3 * len(normalise(m.removed)) >= size
+
+
 def range_changed(case: Case) -> Ruling | None:
     """The code of the comment's range changed beyond renames; or the comment sits on a blank
     line and the function around it (or the lines next to it) changed."""
@@ -400,7 +411,7 @@ def range_changed(case: Case) -> Ruling | None:
     if m is None:
         return None
     if m.status is not Status.UNTOUCHED and not _cosmetic(case, m) and \
-            normalise(m.removed) != normalise(m.added):
+            normalise(m.removed) != normalise(m.added) and _enough_of(case, m):
         rule_name = "anchor-deleted" if m.status is Status.DELETED else "anchor-modified"
         return Ruling(State.RESOLVED, rule_name, m.describe(), 0.6)
     if case.focus_informative:
@@ -422,9 +433,11 @@ def subject_touched(case: Case) -> Ruling | None:
     if not named or not case.changed:
         return None
     region = case.type_scope
-    added = tokens("\n".join(
+    m = case.mapped
+    inside = range(m.anchor.start, m.anchor.end + 1) if m and m.anchor else range(0)
+    added = tokens("\n".join(  # away from the anchor: edits inside it are the range rules'
         text for line, text in case.diff.added_lines(case.new_path or "")
-        if region is None or region[0] <= line <= region[1]))
+        if (region is None or region[0] <= line <= region[1]) and line not in inside))
     hit = sorted(t for t in named if added[t])
     if not hit:
         return None
