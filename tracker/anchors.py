@@ -111,6 +111,8 @@ class FileMap:
         # Per hunk: (source_start, source_end_exclusive, delta_before, lines)
         self._hunks: list[tuple[int, int, list[unidiff.patch.Line]]] = []
         self._starts: list[int] = []
+        self._ends: list[int] = []  # exclusive source end of each hunk, increasing too
+        self._line_maps: dict[int, dict[int, int | None]] = {}
         self._deltas: list[int] = []  # cumulative (target - source) offset after each hunk
         delta = 0
         for hunk in patched:
@@ -119,6 +121,7 @@ class FileMap:
             lines = [ln for ln in hunk if ln.line_type in ("+", "-", " ")]
             self._hunks.append((start, end, lines))
             self._starts.append(start)
+            self._ends.append(end)
             delta += hunk.target_length - hunk.source_length
             self._deltas.append(delta)
         self.changed = bool(self._hunks) or self.binary or self.old_path != self.new_path
@@ -127,13 +130,17 @@ class FileMap:
         """The new line number of old line ``line``, or None if it was removed."""
         i = bisect.bisect_right(self._starts, line) - 1
         if i >= 0:
-            start, end, lines = self._hunks[i]
+            start, end, _ = self._hunks[i]
             if start <= line < end:
-                for ln in lines:
-                    if ln.source_line_no == line:
-                        return ln.target_line_no  # None for '-'
-                return None
+                return self._inside(i).get(line)  # None for a removed line
         return line + (self._deltas[i] if i >= 0 else 0)
+
+    def _inside(self, i: int) -> dict[int, int | None]:
+        """Old line -> new line (None when removed) within hunk ``i``, built once per hunk."""
+        if i not in self._line_maps:
+            self._line_maps[i] = {ln.source_line_no: ln.target_line_no
+                                  for ln in self._hunks[i][2] if ln.source_line_no is not None}
+        return self._line_maps[i]
 
     def map_range(self, anchor: Anchor) -> Mapped:
         rename = self.old_path if self.old_path != self.new_path else None
@@ -149,8 +156,11 @@ class FileMap:
         added_at: list[int] = []  # new line numbers of the added lines
         kept: list[int] = []
         nearby = False
-        for start, end, lines in self._hunks:
-            if end - 1 + NEARBY_LINES < lo or start - NEARBY_LINES > hi:
+        first = bisect.bisect_left(self._ends, lo - NEARBY_LINES)  # hunks before cannot reach
+        for start, end, lines in self._hunks[first:]:
+            if start - NEARBY_LINES > hi:
+                break  # hunks are in order: none after this one reaches the range either
+            if end - 1 + NEARBY_LINES < lo:
                 continue
             last_source, last_removed = start - 1, False  # the old line a '+' line follows
             for ln in lines:
