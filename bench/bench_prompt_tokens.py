@@ -26,7 +26,7 @@ import asyncio
 import json
 import statistics
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from bot.review.llm_config import configure_litellm
@@ -35,6 +35,7 @@ configure_litellm()  # this script is a composition root, and litellm is importe
 
 import litellm
 
+from bench.context import round_context as task_round_context
 from bench.scripted_llm import ScriptedLLM, system_text
 from bench.stateless import stateless_messages
 from bench.tasks import Task, load_tasks
@@ -66,18 +67,9 @@ def count(model: str, messages: list[dict]) -> int:
 
 def round_context(task: Task, t: int, ledger: Ledger, pr_id: int) -> RoundContext:
     """What the bot would know at round ``t``: the diffs, the head files, the ledger."""
-    rnd = task.round(t)
-    return RoundContext(
-        repo=task.repo or task.task_id, number=int(task.pr.get("number") or 0), round=t,
-        head_sha=rnd.head_sha, base_sha=rnd.base_sha or task.pr.get("base_sha"),
-        pr_diff=rnd.diff, round_diff=task.diff_between(t - 1, t) if t > 1 else rnd.diff,
-        files=task.snapshot(t), title=task.pr.get("title") or "",
-        body=task.pr.get("body") or "", linked_issues=list(task.pr.get("linked_issues") or []),
-        tracked=ledger.defects(pr_id, include_ignored=False),
-        discussion=list(task.events(t - 1)) if t > 1 else [],
-        signals=ledger.signals(pr_id, since_round=t - 1) if t > 1 else [],
-        previous_head=task.round(t - 1).head_sha if t > 1 else None,
-    )
+    return replace(task_round_context(task, t),
+                   tracked=ledger.defects(pr_id, include_ignored=False),
+                   signals=ledger.signals(pr_id, since_round=t - 1) if t > 1 else [])
 
 
 def take_events(task: Task, t: int, ledger: Ledger, pr_id: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,20 @@ def ledger(tmp_path):
 
     with Ledger(tmp_path / "ledger.db") as led:
         yield led
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository on branch ``feature``, branched from ``main``, which holds
+    ``calc.py`` (for the local review and CLI-output tests)."""
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "dev@example.com")
+    git("config", "user.name", "dev")
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    git("checkout", "-qb", "feature")
+    return tmp_path

@@ -20,24 +20,12 @@ from bot.sarif import BASELINE_STATE, CODE_FINGERPRINT, DEFECT_FINGERPRINT
 from bot.textreport import as_text, shorten
 from tracker.ledger import Ledger
 
-from .test_local_review import commit, git
+from .test_local_review import commit
 
 PRINT = "    print('dividing', a, b)\n"
 TODO = ("    # TODO: handle b == 0 and also every other degenerate input that a caller could "
         "possibly pass in here\n")
 BASE = "def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n"
-
-
-@pytest.fixture
-def repo(tmp_path):
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "dev@example.com")
-    git(tmp_path, "config", "user.name", "dev")
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "base")
-    git(tmp_path, "checkout", "-qb", "feature")
-    return tmp_path
 
 
 def run(repo, fmt: str) -> str:

@@ -16,18 +16,6 @@ def git(repo, *args):
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-@pytest.fixture
-def repo(tmp_path):
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "dev@example.com")
-    git(tmp_path, "config", "user.name", "dev")
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "base")
-    git(tmp_path, "checkout", "-qb", "feature")
-    return tmp_path
-
-
 def commit(repo, text, message):
     (repo / "calc.py").write_text(text)
     git(repo, "commit", "-qam", message)
