@@ -38,7 +38,7 @@ _FUNCTION = re.compile(
 )
 _TYPE = re.compile(
     r"^((class|interface|struct|enum|impl|trait|record|object|namespace|module|protocol)_"
-    r"(definition|declaration|item|specifier)|class|module|object_declaration)$"
+    r"(definition|declaration|item|specifier)|class|module|object_declaration|type_spec)$"
 )
 
 _TOKEN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*")
@@ -123,9 +123,20 @@ def definition(path: str | None, text: str | None, name: str) -> tuple[int, int]
     return None
 
 
+_HOLDERS = ("variable_declarator", "pair", "assignment_expression", "field_definition",
+            "public_field_definition")
+_NAME_NODES = ("simple_identifier", "type_identifier", "identifier")
+
+
 def _name_of(node) -> str | None:
     """A definition's name: its ``name`` field, or at the end of C's declarator chain."""
     ident = node.child_by_field_name("name")
+    holder = node.parent  # ``const f = () => {...}``: the name is the declarator's
+    if ident is None and holder is not None and holder.type in _HOLDERS:
+        ident = next(filter(None, (holder.child_by_field_name(f)
+                                   for f in ("name", "key", "property", "left"))), None)
+        if ident is not None and ident.type == "member_expression":  # ``obj.run = () => ...``
+            ident = ident.child_by_field_name("property")
     seen = 0
     while ident is None and seen < 8:
         declarator = (node.child_by_field_name("declarator") if node is not None else None)
@@ -133,7 +144,11 @@ def _name_of(node) -> str | None:
             break
         if declarator.type in ("identifier", "field_identifier"):
             ident = declarator
+        elif declarator.type == "qualified_identifier":  # C++: ``int Cart::total()``
+            ident = declarator.child_by_field_name("name")
         node, seen = declarator, seen + 1
+    if ident is None and node is not None:  # grammars without a name field (Kotlin)
+        ident = next((c for c in node.children if c.type in _NAME_NODES), None)
     if ident is None or not ident.text:
         return None
     return ident.text.decode("utf-8", "replace")

@@ -1,0 +1,59 @@
+"""Scopes and definitions in every language the tracker parses, including those the dev tasks
+do not have (Go, Rust, PHP, Ruby, Kotlin, C++, Swift, Scala): a rule that looks for a fix in
+the comment's function, or for the function a remark names, must find it in any of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracker.scope import definition, enclosing
+
+CART = {
+    "cart.go": ("package m\n\ntype Cart struct {\n\titems []int\n}\n\n"
+                "func (c *Cart) Total() int {\n\treturn len(c.items)\n}\n",
+                "Total", (7, 9), "Cart", (3, 5)),
+    "cart.rs": ("struct Cart {\n    items: Vec<i32>,\n}\n\nimpl Cart {\n"
+                "    fn total(&self) -> usize {\n        self.items.len()\n    }\n}\n",
+                "total", (6, 8), "Cart", (1, 3)),
+    "cart.php": ("<?php\nclass Cart {\n    public function total() {\n"
+                 "        return count($this->items);\n    }\n}\n",
+                 "total", (3, 5), "Cart", (2, 6)),
+    "cart.rb": ("class Cart\n  def total\n    @items.size\n  end\nend\n",
+                "total", (2, 4), "Cart", (1, 5)),
+    "cart.kt": ("class Cart {\n    fun total(): Int {\n        return items.size\n    }\n}\n",
+                "total", (2, 4), "Cart", (1, 5)),
+    "cart.cpp": ("class Cart {\npublic:\n  int total() const;\n};\n\n"
+                 "int Cart::total() const {\n  return n;\n}\n",
+                 "total", (6, 8), "Cart", (1, 4)),
+    "cart.swift": ("class Cart {\n    func total() -> Int {\n        return items.count\n    }\n}\n",
+                   "total", (2, 4), "Cart", (1, 5)),
+    "cart.scala": ("class Cart {\n  def total(): Int = {\n    items.size\n  }\n}\n",
+                   "total", (2, 4), "Cart", (1, 5)),
+    "cart.ts": ("export class Cart {\n  items: number[] = [];\n}\n\n"
+                "export const total = (cart: Cart) => {\n  return cart.items.length;\n};\n",
+                "total", (5, 7), "Cart", (1, 3)),
+    "cart.js": ("const api = {};\napi.total = (cart) => {\n  return cart.items.length;\n};\n"
+                "class Cart {\n  count = () => {\n    return 0;\n  };\n}\n",
+                "total", (2, 4), "count", (6, 8)),
+}
+
+
+@pytest.mark.parametrize("path", sorted(CART))
+def test_definitions_are_found_by_name_in_every_language(path):
+    text, function, function_lines, other, other_lines = CART[path]
+    assert definition(path, text, function) == function_lines
+    assert definition(path, text, other) == other_lines
+    assert definition(path, text, "missing_name") is None
+
+
+@pytest.mark.parametrize("path", sorted(CART))
+def test_the_scope_of_a_line_inside_a_function_is_that_function(path):
+    text, _, (start, end), _, _ = CART[path]
+    assert enclosing(path, text, start + 1) == (start, end)
+
+
+def test_unknown_languages_and_unparsable_input_have_no_scope():
+    assert definition("notes.txt", "def total():\n  pass\n", "total") is None
+    assert enclosing("notes.txt", "def total():\n  pass\n", 2) is None
+    assert definition("a.py", None, "total") is None
+    assert definition("a.py", "def total(:\n", "") is None
