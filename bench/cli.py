@@ -66,6 +66,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     tracking.add_argument("--json", action="store_true", help="print the scores as JSON")
     tracking.add_argument("--errors", action="store_true",
                           help="list every wrong answer (live and settled) with its evidence")
+    tracking.add_argument("--by-rule", action="store_true",
+                          help="per rule: live pairs it decided, how many right, in how many "
+                               "repositories (a rule right in one repository only is suspect)")
     tracking.add_argument("--baseline", choices=["naive"],
                           help="also score the trivial tracker on the same pairs, side by side")
     tracking.set_defaults(func=cmd_tracking)
@@ -138,6 +141,8 @@ def cmd_tracking(args) -> int:
         print(json.dumps(scores, indent=2))
     else:
         print(tracking_table(scores, baseline))
+    if args.by_rule:
+        print(rule_table(replays))
     if args.errors:
         for replay in replays:
             for pair in replay.pairs():
@@ -151,6 +156,19 @@ def cmd_tracking(args) -> int:
                           f"round {pair.round}: gold {pair.gold}, answer {pair.answer} "
                           f"({key}: {why[:160]})")
     return 0
+
+
+def rule_table(replays) -> str:
+    """Which rule decided each live pair, how often it was right, and across how many
+    repositories it was used and right."""
+    from .tracking import rule_usage
+
+    rows = rule_usage(replays)
+    out = [f"{'rule':<28} {'pairs':>5} {'right':>5} {'repos':>5} {'repos right':>11}"]
+    for rule, r in sorted(rows.items(), key=lambda kv: -kv[1]["pairs"]):
+        out.append(f"{rule:<28} {r['pairs']:>5} {r['right']:>5} {len(r['repos']):>5} "
+                   f"{len(r['repos_right']):>11}")
+    return "\n".join(out)
 
 
 def tracking_table(scores: dict, baseline: dict | None = None) -> str:

@@ -181,6 +181,27 @@ def replay_tasks(tasks: list[Task], workdir: str | Path | None = None,
         return replays
 
 
+def rule_usage(replays: list[Replay]) -> dict[str, dict]:
+    """Per deciding rule: live pairs, right answers, repositories used in and right in."""
+    out: dict[str, dict] = {}
+    for replay in replays:
+        repo = replay.task.repo or replay.task.task_id
+        cards = {c["id"]: c for c in replay.task.defects}
+        for pair in replay.pairs():
+            if not pair.live or pair.answer is None:
+                continue
+            key = replay.key_for(cards[pair.defect])
+            rule = replay.evidence.get(pair.round, {}).get(key, "?").split(":", 1)[0]
+            row = out.setdefault(rule, {"pairs": 0, "right": 0, "repos": set(),
+                                        "repos_right": set()})
+            row["pairs"] += 1
+            row["repos"].add(repo)
+            if (pair.answer == "Resolved") == (pair.gold == "Resolved"):
+                row["right"] += 1
+                row["repos_right"].add(repo)
+    return out
+
+
 def score_replays(replays: list[Replay]) -> dict:
     """Tracking scores over every pair of every replayed task."""
     pairs = [p for r in replays for p in r.pairs()]

@@ -160,3 +160,22 @@ def test_tuning_reports_held_out_figures_per_repository():
     # test request there) and the default (on) stands. So both folds keep it on.
     assert result["switch_votes"] == {"tests_cover_subject": "2/2 folds on"}
     assert result["cross_validated"]["balanced_accuracy"] == 1.0
+
+
+def test_rule_usage_counts_live_pairs_per_deciding_rule_and_repository(capsys):
+    from bench.tracking import rule_usage
+
+    tasks, _ = load_tasks([EXAMPLES])
+    usage = rule_usage(replay_tasks(tasks))
+    assert sum(r["pairs"] for r in usage.values()) == 9  # every live pair, once
+    assert (usage["anchor-modified"]["pairs"], usage["anchor-modified"]["right"],
+            len(usage["anchor-modified"]["repos"])) == (4, 4, 2)
+    naive_replays = replay_tasks(tasks, decide=naive_decide)
+    naive = rule_usage(naive_replays)
+    scores = score_replays(naive_replays)
+    assert set(naive) == {"naive"} and naive["naive"]["pairs"] == 9
+    assert naive["naive"]["right"] == round(scores["state_accuracy"] * 9) < 9
+    assert main(["bench", "tracking", "--tasks", str(EXAMPLES), "--by-rule"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("anchor-modified"))
+    assert row.split()[1:] == ["4", "4", "2", "2"]
