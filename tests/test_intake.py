@@ -115,3 +115,25 @@ def test_comment_text_heuristics():
     assert accepts("LGTM, thanks") and not accepts("Thanks, but this is still wrong")
     assert suggestion("nit\n```suggestion\n    return x\n```\n") == ["    return x"]
     assert suggestion("```suggestion\n```") == [] and suggestion("plain") is None
+
+
+def test_impossible_line_numbers_anchor_nothing_and_the_next_round_still_decides(ledger):
+    from tracker.decide import RoundInput, decide_round
+
+    pr = setup(ledger)
+    below = take_comment(ledger, pr, inline(20, "This leaks the file handle.", line=-3),
+                         pr_author="sam").defect
+    assert below.line_start is None and not below.anchored
+    backwards = Comment(id=21, kind="review_comment", author="rina", path="a.py", line=4,
+                        start_line=9, body="This retry loop never ends.")
+    kept = take_comment(ledger, pr, backwards, pr_author="sam").defect
+    assert (kept.line_start, kept.line_end) == (4, 4)  # the line stands, the start is dropped
+    diff = ("--- a/a.py\n+++ b/a.py\n@@ -4,1 +4,1 @@\n-while True:\n+for _ in range(3):\n")
+    states = {d.key: d.state for d in decide_round(
+        ledger.defects(pr), RoundInput.from_diff(2, diff, {"a.py": "x\n" * 3 + "for _ in range(3):\n"}))}
+    assert states == {below.key: State.OPEN, kept.key: State.RESOLVED}
+    import dataclasses  # a row written before lines were checked anchors nothing either
+
+    old_row = dataclasses.replace(kept, line_start=-3, line_end=-3)
+    assert not old_row.anchored
+    assert decide_round([old_row], RoundInput.from_diff(2, diff, {}))[0].state is State.OPEN

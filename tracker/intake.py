@@ -36,6 +36,15 @@ class Comment:
     node_id: str | None = None
     commit_id: str | None = None  # the head the comment's line numbers refer to
 
+    def __post_init__(self) -> None:
+        # Lines come from outside (a webhook, a task file): a line below 1 anchors nothing,
+        # and a start after the line (or without one) is dropped rather than trusted.
+        if self.line is not None and self.line < 1:
+            self.line = None
+        if self.start_line is not None and (self.line is None or not
+                                            1 <= self.start_line <= self.line):
+            self.start_line = None
+
 
 @dataclass
 class Outcome:

@@ -110,7 +110,8 @@ class Finding:
 
     @property
     def anchored(self) -> bool:
-        return self.path is not None and self.line_start is not None
+        return self.path is not None and self.line_start is not None and \
+            1 <= self.line_start <= (self.line_end or self.line_start)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -177,7 +178,8 @@ class Defect:
 
     @property
     def anchored(self) -> bool:
-        return self.path is not None and self.line_start is not None
+        return self.path is not None and self.line_start is not None and \
+            1 <= self.line_start <= (self.line_end or self.line_start)
 
     @property
     def fix(self) -> str | None:
