@@ -37,6 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from bot import render
+from tracker.lines import split_lines
 
 from . import payloads
 from .fake_github import FakeGitHub
@@ -228,7 +229,7 @@ def check(fake: FakeGitHub, prs: int) -> dict:
         for c in fake.review_comments(REPO, pr):
             if c["user"]["login"] != BOT or c.get("in_reply_to_id"):
                 continue
-            text = (the_repo.trees[c["original_commit_id"]].get(c["path"]) or "").splitlines()
+            text = split_lines(the_repo.trees[c["original_commit_id"]].get(c["path"]))
             line = text[c["original_line"] - 1] if 0 < c["original_line"] <= len(text) else ""
             description = c["body"].split("\n\n")[1] if "\n\n" in c["body"] else c["body"]
             seen[(c["path"], line.strip(), description)] += 1

@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
+from tracker.lines import split_lines
+
 __all__ = ["fix_patch"]
 
 OPEN = ("New", "Open", "Reopened")
@@ -33,7 +35,7 @@ def fix_patch(defects: list[dict], read: Callable[[str], str | None]
         if text is None:
             skipped += [d["key"] for d in by_path[path]]
             continue
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text, keepends=True)
         taken_from = len(lines) + 1
         new = list(lines)
         for d in sorted(by_path[path], key=lambda d: -d["line_start"]):

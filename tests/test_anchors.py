@@ -185,3 +185,21 @@ def test_untouched_anchors_point_at_the_same_text(ops, start, length, dupes):
             target = fm.map_line(line)
             if target is not None:
                 assert new_lines[target - 1] == old_lines[line - 1]
+
+
+def test_lines_are_numbered_as_git_numbers_them_whatever_separators_they_hold():
+    from tracker.anchors import excerpt, find_code, reverse_apply
+    from tracker.lines import split_lines
+
+    text = "int a;\n\x0c\nint f() {\n  s = \"\u2028\";\r\n  return 1;\n}\n"
+    assert split_lines(text) == ["int a;", "\x0c", "int f() {", '  s = "\u2028";',
+                                 "  return 1;", "}"]
+    assert "".join(split_lines(text, keepends=True)) == text
+    assert split_lines("a\nb") == ["a", "b"] and split_lines("") == [] == split_lines(None)
+    assert excerpt(text, 5, 5) == ["  return 1;"]  # str.splitlines would give line 4 here
+    assert find_code(text, "return 1;") == (5, 5)
+    new = text.replace("return 1;", "return 2;")
+    diff = ("--- a/f.c\n+++ b/f.c\n@@ -4,3 +4,3 @@\n"
+            "   s = \"\u2028\";\r\n-  return 1;\n+  return 2;\n }\n")
+    assert DiffMap(diff).map(Anchor("f.c", 5, 5)).status is Status.MODIFIED
+    assert reverse_apply(new, DiffMap(diff).files["f.c"].patched) == text

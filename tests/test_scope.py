@@ -9,31 +9,31 @@ import pytest
 from tracker.scope import definition, enclosing
 
 CART = {
-    "cart.go": ("package m\n\ntype Cart struct {\n\titems []int\n}\n\n"
-                "func (c *Cart) Total() int {\n\treturn len(c.items)\n}\n",
+    "cart.go": (("package m\n\ntype Cart struct {\n\titems []int\n}\n\n"
+                "func (c *Cart) Total() int {\n\treturn len(c.items)\n}\n"),
                 "Total", (7, 9), "Cart", (3, 5)),
-    "cart.rs": ("struct Cart {\n    items: Vec<i32>,\n}\n\nimpl Cart {\n"
-                "    fn total(&self) -> usize {\n        self.items.len()\n    }\n}\n",
+    "cart.rs": (("struct Cart {\n    items: Vec<i32>,\n}\n\nimpl Cart {\n"
+                "    fn total(&self) -> usize {\n        self.items.len()\n    }\n}\n"),
                 "total", (6, 8), "Cart", (1, 3)),
-    "cart.php": ("<?php\nclass Cart {\n    public function total() {\n"
-                 "        return count($this->items);\n    }\n}\n",
+    "cart.php": (("<?php\nclass Cart {\n    public function total() {\n"
+                 "        return count($this->items);\n    }\n}\n"),
                  "total", (3, 5), "Cart", (2, 6)),
     "cart.rb": ("class Cart\n  def total\n    @items.size\n  end\nend\n",
                 "total", (2, 4), "Cart", (1, 5)),
     "cart.kt": ("class Cart {\n    fun total(): Int {\n        return items.size\n    }\n}\n",
                 "total", (2, 4), "Cart", (1, 5)),
-    "cart.cpp": ("class Cart {\npublic:\n  int total() const;\n};\n\n"
-                 "int Cart::total() const {\n  return n;\n}\n",
+    "cart.cpp": (("class Cart {\npublic:\n  int total() const;\n};\n\n"
+                 "int Cart::total() const {\n  return n;\n}\n"),
                  "total", (6, 8), "Cart", (1, 4)),
     "cart.swift": ("class Cart {\n    func total() -> Int {\n        return items.count\n    }\n}\n",
                    "total", (2, 4), "Cart", (1, 5)),
     "cart.scala": ("class Cart {\n  def total(): Int = {\n    items.size\n  }\n}\n",
                    "total", (2, 4), "Cart", (1, 5)),
-    "cart.ts": ("export class Cart {\n  items: number[] = [];\n}\n\n"
-                "export const total = (cart: Cart) => {\n  return cart.items.length;\n};\n",
+    "cart.ts": (("export class Cart {\n  items: number[] = [];\n}\n\n"
+                "export const total = (cart: Cart) => {\n  return cart.items.length;\n};\n"),
                 "total", (5, 7), "Cart", (1, 3)),
-    "cart.js": ("const api = {};\napi.total = (cart) => {\n  return cart.items.length;\n};\n"
-                "class Cart {\n  count = () => {\n    return 0;\n  };\n}\n",
+    "cart.js": (("const api = {};\napi.total = (cart) => {\n  return cart.items.length;\n};\n"
+                "class Cart {\n  count = () => {\n    return 0;\n  };\n}\n"),
                 "total", (2, 4), "count", (6, 8)),
 }
 

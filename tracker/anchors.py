@@ -25,6 +25,8 @@ from enum import Enum
 
 import unidiff
 
+from .lines import split_lines
+
 NEARBY_LINES = 1  # an edit on the line just before or after an anchor counts as next to it
 RENAME_SIMILARITY = 0.5  # a deleted and an added file this alike are one file renamed (git -M)
 MAX_RENAME_PAIRS = 400  # deleted x added pairs compared at most, to bound the work
@@ -327,7 +329,7 @@ _WS = re.compile(r"\s+")
 def normalise(lines: list[str] | str) -> list[str]:
     """Anchored code as compared across rounds: whitespace collapsed, blank lines dropped."""
     if isinstance(lines, str):
-        lines = lines.splitlines()
+        lines = split_lines(lines)
     out = [_WS.sub(" ", ln).strip() for ln in lines]
     return [ln for ln in out if ln]
 
@@ -341,7 +343,7 @@ def excerpt(text: str | None, start: int, end: int) -> list[str]:
     """Lines start..end (1-based, inclusive) of a file's text; empty if the file is missing."""
     if text is None:
         return []
-    lines = text.splitlines()
+    lines = split_lines(text)
     return lines[max(start - 1, 0) : max(end, 0)]
 
 
@@ -359,7 +361,7 @@ def find_code(text: str | None, code: list[str] | str, near: int | None = None
     target = normalise(code)
     if not target or text is None:
         return None
-    lines = text.splitlines()
+    lines = split_lines(text)
     norm = [(i + 1, n) for i, ln in enumerate(lines) if (n := _WS.sub(" ", ln).strip())]
     k = len(target)
     best = None
@@ -385,7 +387,7 @@ def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | N
     """
     if patched.is_added_file:
         return None
-    new_lines = (new_text or "").splitlines(keepends=True)
+    new_lines = split_lines(new_text, keepends=True)
     out: list[str] = []
     pos = 0  # index into new_lines
     old_no_newline = False

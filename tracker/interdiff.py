@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import unidiff
 
 from .anchors import DiffError, reverse_apply
+from .lines import split_lines
 
 
 @dataclass
@@ -57,7 +58,7 @@ def unified(path: str, old: str | None, new: str | None) -> str:
 def _lines(text: str | None) -> list[str]:
     if not text:
         return []
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     if not lines[-1].endswith("\n"):
         lines[-1] += "\n"  # "no newline at end of file" does not matter to the tracker
     return lines

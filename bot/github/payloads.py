@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from tracker.intake import Comment
+from tracker.lines import split_lines
 
 from ..confine import line_span, repo_path
 
@@ -19,7 +20,7 @@ def code_from_hunk(diff_hunk: str | None, count: int, side: str = "RIGHT") -> st
     if not diff_hunk:
         return None
     keep = ("+", " ") if side != "LEFT" else ("-", " ")
-    lines = [ln[1:] for ln in diff_hunk.splitlines()[1:] if ln[:1] in keep]
+    lines = [ln[1:] for ln in split_lines(diff_hunk)[1:] if ln[:1] in keep]
     return "\n".join(lines[-max(count, 1):]) or None
 
 
@@ -43,7 +44,7 @@ def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment
     start, line = line_span(
         data.get("original_start_line" if outdated else "start_line"),
         data.get("original_line" if outdated else "line"),
-        limit=max(len(hunk.splitlines()) - 1, 1) if hunk else 2000)
+        limit=max(len(split_lines(hunk)) - 1, 1) if hunk else 2000)
     path = repo_path(data.get("path")) if inline else None
     return Comment(
         id=int(data["id"]), kind=kind, author=user.get("login"), body=data.get("body") or "",

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
 
+from tracker.lines import split_lines
 from tracker.paths import is_generated_path, is_test_path
 
 EXTENSIONS = {
@@ -483,7 +484,7 @@ def _mentions(repo: RepoFiles, name: str, call: bool,
         text = repo.read(path)
         if not text or name not in text:
             continue
-        for n, line in enumerate(text.splitlines(), start=1):
+        for n, line in enumerate(split_lines(text), start=1):
             if pattern.search(line):
                 yield path, n
 
@@ -543,7 +544,7 @@ def _tests(changes: list[ChangedFile], changed: list[Definition], repo: RepoFile
 
 def numbered(text: str | None, start: int, end: int) -> str:
     """Lines start..end of a text, each prefixed with its number as the diff blocks are."""
-    lines = (text or "").splitlines()
+    lines = split_lines(text)
     return "\n".join(f"{n:>5} | {lines[n - 1]}"
                      for n in range(max(start, 1), min(end, len(lines)) + 1))
 

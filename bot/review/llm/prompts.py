@@ -11,6 +11,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from tracker.lines import split_lines
 from tracker.models import (
     MCR_TYPES,
     SEVERITIES,
@@ -77,6 +78,6 @@ def cap_text(text: str | None, limit: int) -> str:
 
 def _numbered(text: str | None, start: int, end: int) -> str:
     """Lines start..end of a file, each prefixed with its line number."""
-    lines = (text or "").splitlines()
+    lines = split_lines(text)
     lo = max(start, 1)
     return "\n".join(f"{n:>5} | {lines[n - 1]}" for n in range(lo, min(end, len(lines)) + 1))

@@ -11,6 +11,7 @@ from collections import Counter
 from tracker.anchors import normalise
 from tracker.decide import Verdict
 from tracker.lifecycle import State
+from tracker.lines import split_lines
 from tracker.models import (
     DecidedBy,
     Decision,
@@ -112,7 +113,7 @@ class LLMVerifier:
         if path and start:
             text = ctx.files.get(path)
             lo = max(start - CONTEXT_LINES, 1)
-            hi = min(end + CONTEXT_LINES, len((text or "").splitlines()))
+            hi = min(end + CONTEXT_LINES, len(split_lines(text)))
             shown = _numbered(text, lo, hi) if text is not None else ""
             parts.append(data_block("current_code", escape_data(shown or "(this code no longer "
                                                             "exists at the new head)"),
