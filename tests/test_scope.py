@@ -38,6 +38,25 @@ CART = {
 }
 
 
+MORE = {  # path: (text, name, its lines); the line after its first is inside it
+    "cart.lua": ("local x = 1\n\nlocal function total(c)\n  local n = 0\n  return n\nend\n",
+                 "total", (3, 6)),
+    "cart.sh": ("set -e\n\ntotal() {\n  echo 1\n  echo 2\n}\n", "total", (3, 6)),
+    "cart.pl": ("use strict;\n\nsub total {\n  my $x = 1;\n  return $x;\n}\n", "total", (3, 6)),
+    "cart.sol": ("pragma solidity ^0.8.0;\ncontract Cart {\n  function total() public returns "
+                 "(uint) {\n    return 1;\n  }\n}\n", "Cart", (2, 6)),
+    "cart.dart": ("import 'x.dart';\nclass Cart {\n  int total() {\n    return items.length;\n"
+                  "  }\n}\n", "Cart", (2, 6)),
+}
+
+
+@pytest.mark.parametrize("path", sorted(MORE))
+def test_more_languages_have_scopes_and_definitions(path):
+    text, name, lines = MORE[path]
+    assert definition(path, text, name) == lines
+    assert enclosing(path, text, lines[0] + 1) is not None
+
+
 @pytest.mark.parametrize("path", sorted(CART))
 def test_definitions_are_found_by_name_in_every_language(path):
     text, function, function_lines, other, other_lines = CART[path]

@@ -25,7 +25,8 @@ _LANGUAGES = {
     ".cts": "typescript", ".tsx": "tsx", ".cs": "csharp", ".c": "c", ".h": "c", ".cc": "cpp",
     ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".go": "go", ".rs": "rust",
     ".php": "php", ".rb": "ruby", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
-    ".swift": "swift",
+    ".swift": "swift", ".dart": "dart", ".lua": "lua", ".sh": "bash", ".bash": "bash",
+    ".pl": "perl", ".pm": "perl", ".jl": "julia", ".sol": "solidity",
 }
 
 # Node types that make a scope, across the grammars: functions first, then the types around them.
@@ -34,10 +35,12 @@ _FUNCTION = re.compile(
     r"method_definition|constructor_declaration|destructor_declaration|operator_declaration|"
     r"property_declaration|accessor_declaration|local_function_statement|"
     r"generator_function_declaration|arrow_function|function_expression|function|method|"
-    r"singleton_method|func_literal|lambda_expression|secondary_constructor)$"
+    r"singleton_method|func_literal|lambda_expression|secondary_constructor|"
+    r"subroutine_declaration_statement|modifier_definition)$"
 )
 _TYPE = re.compile(
-    r"^((class|interface|struct|enum|impl|trait|record|object|namespace|module|protocol)_"
+    r"^((class|interface|struct|enum|impl|trait|record|object|namespace|module|protocol|contract|"
+    r"library)_"
     r"(definition|declaration|item|specifier)|class|module|object_declaration|type_spec)$"
 )
 
