@@ -409,6 +409,12 @@ class Ledger:
                           f"ignored by {by}", DecidedBy.HUMAN)
         return self.defect(pr_id, key)
 
+    def set_description(self, pr_id: int, key: str, description: str) -> Defect:
+        """A person edited the comment that raised a defect: its description follows."""
+        defect = self.defect(pr_id, key)
+        self.db["defects"].update(defect.id, {"description": description})
+        return self.defect(pr_id, key)
+
     def history(self, pr_id: int, key: str) -> list[dict]:
         """Every decision taken on a defect, oldest first."""
         defect = self.defect(pr_id, key)
@@ -448,6 +454,36 @@ class Ledger:
                    comment_id=r["comment_id"])
             for r in rows
         ]
+
+    # -- live verdicts (tracker.verdicts) ----------------------------------------------------
+
+    def defect_activity(self, defect_id: int) -> dict[str, list[dict]]:
+        """A defect's history, signals and comments rows, each oldest first."""
+        return {table: list(self.db[table].rows_where("defect_id = ?", [defect_id],
+                                                      order_by="id"))
+                for table in ("state_history", "signals", "defect_comments")}
+
+    def replace_verdicts(self, pr_id: int, rows: list[dict]) -> None:
+        """Replace one PR's verdict rows."""
+        with self.transaction():
+            self.db.execute("delete from verdicts where pr_id = ?", [pr_id])
+            if rows:
+                self.db["verdicts"].insert_all(rows)
+
+    def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
+        """Verdicts counted per repository, kind, transition and verdict."""
+        where, args = ["1"], []
+        if repo:
+            where.append("p.repo = ?")
+            args.append(repo)
+        if since:
+            where.append("v.decided_at >= ?")
+            args.append(since)
+        return list(self.db.query(
+            "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
+            "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
+            " group by p.repo, v.kind, v.transition, v.verdict "
+            "order by p.repo, v.kind, v.transition", args))
 
     # -- per-PR leases (cross-process serialisation) ------------------------------------------
 
@@ -593,14 +629,6 @@ class Ledger:
 
     def dump(self, pr_id: int) -> Iterator[dict]:
         """Every defect as a plain dict with its history, for JSON output."""
-        for defect in self.defects(pr_id):
-            yield {
-                "key": defect.key, "state": str(defect.state), "origin": str(defect.origin),
-                "location": defect.location(), "type": defect.type, "severity": defect.severity,
-                "description": defect.description,
-                "history": [
-                    {k: h[k] for k in ("round", "state", "rule", "decided_by", "evidence")}
-                    for h in self.history(pr_id, defect.key)
-                ],
-            }
+        from .store import dump_defects
 
+        return dump_defects(self, pr_id)
