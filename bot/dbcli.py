@@ -44,11 +44,15 @@ def _redact(target: str) -> str:
 
 
 def cmd_migrate(args) -> int:
-    from .store import open_queue_store
+    from .store import is_postgres, open_ledger_store, open_queue_store
 
     target = _target(args)
-    store = open_queue_store(target)  # opening a store applies its migrations, under a lock
-    store.close()
+    # opening a store applies its migrations, under a lock: the ledger's, then the queue's
+    ledger = open_ledger_store(target)
+    try:
+        open_queue_store(target, ledger=None if is_postgres(target) else ledger).close()
+    finally:
+        ledger.close()
     print(f"{_redact(target)}: schema up to date")
     return 0
 
@@ -67,7 +71,7 @@ def cmd_prune(args) -> int:
         print(f"roundwise db prune: {exc}", file=sys.stderr)
         return 2
     target = _target(args)
-    store = open_queue_store(target)
+    store = open_queue_store(target)  # retention is the queue's data (the ledger is kept)
     try:
         counts = prune(store, days)
     finally:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .config import Config
+from .store.queue import is_postgres, split_schema
 from .review.llm_config import LLMConfig
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
@@ -116,6 +117,8 @@ def check_ledger(db_path: str) -> str | None:
     A volume the container's user cannot write would otherwise end in a raw
     ``sqlite3.OperationalError`` traceback from the first statement.
     """
+    if is_postgres(db_path):
+        return check_postgres(db_path)
     path = Path(db_path).expanduser()
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
@@ -137,6 +140,20 @@ def check_ledger(db_path: str) -> str | None:
             conn.close()
     except sqlite3.Error as exc:
         return f"ROUNDWISE_DB={db_path!r}: the ledger cannot be opened for writing ({exc})"
+    return None
+
+
+def check_postgres(target: str) -> str | None:
+    """Whether the PostgreSQL server of ``target`` answers; the problem as a line."""
+    import psycopg
+
+    conninfo, _schema = split_schema(target)
+    try:
+        psycopg.connect(conninfo, connect_timeout=10).close()
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return (f"ROUNDWISE_DB: the PostgreSQL server does not answer ({type(exc).__name__}: "
+                f"{first}); check the URL, the server and its pg_hba.conf")
     return None
 
 
