@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .config import Config
-from .store.queue import is_postgres, split_schema
 from .review.llm_config import LLMConfig
+from .store.queue import is_postgres, split_schema
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
            "startup_problems", "version"]

@@ -25,6 +25,7 @@ from sqlite_utils.db import NotFoundError
 from .anchors import fingerprint as code_fingerprint
 from .lifecycle import State, carry_forward, check_transition, parse_state
 from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
+from .roundwrite import DEFECT_COLUMNS, apply_decisions
 from .schema import migrations
 
 
@@ -374,17 +375,30 @@ class Ledger:
                      new_findings: Iterable[tuple[Finding, str | None]] = (),
                      keys: Iterable[str | None] | None = None,
                      head_sha: str | None = None) -> list[Defect]:
-        """Store a whole round at once: every decision, then every new defect; all or nothing.
+        """Store a whole round at once: every decision (checked as ``record_decision`` does,
+        written in two statements), then every new defect; all or nothing.
 
         ``new_findings`` pairs each finding with the code it is anchored to (or None);
         ``keys`` are the keys a plan reserved for them. Returns the defects created.
         """
         created = []
+        decisions = list(decisions)
         new_findings = list(new_findings)
         keys = list(keys) if keys is not None else [None] * len(new_findings)
         with self.transaction():
-            for decision in decisions:
-                self.record_decision(pr_id, round_number, decision, head_sha)
+            if decisions:  # one read, checked in memory (tracker.roundwrite), batched writes
+                rows = {r["key"]: r for r in self.db["defects"].rows_where("pr_id = ?", [pr_id])}
+                last = {r[0]: (r[1], r[2]) for r in self.db.execute(
+                    "select h.defect_id, h.state, h.round from state_history h join defects d "
+                    "on d.id = h.defect_id where d.pr_id = ? and h.round < ? "
+                    "order by h.defect_id, h.round, h.id", [pr_id, round_number])}  # last wins
+                changed, history = apply_decisions(rows, last, round_number, decisions,
+                                                   head_sha, now())
+                self.db.conn.executemany(
+                    "update defects set " + ", ".join(f"{c} = ?" for c in DEFECT_COLUMNS)
+                    + " where id = ?", [[r[c] for c in DEFECT_COLUMNS] + [r["id"]]
+                                        for r in changed])
+                self.db["state_history"].insert_all(history)
             for (finding, code), key in zip(new_findings, keys, strict=True):
                 created.append(self.add_defect(pr_id, finding, round_number, code=code,
                                                key=key, anchor_sha=head_sha))

@@ -16,8 +16,8 @@ from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
 
 from .. import render, summary
-from ..store.offload import off_loop
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
+from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
 
 __all__ = ["post_summary", "publish", "summary_body"]

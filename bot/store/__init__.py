@@ -13,8 +13,16 @@ from __future__ import annotations
 from tracker.store import LedgerStore
 
 from .offload import off_loop
-from .queue import (DB_ERRORS, Delivery, Installation, Job, QueueStore, is_postgres,
-                    split_schema, sqlite_path)
+from .queue import (
+    DB_ERRORS,
+    Delivery,
+    Installation,
+    Job,
+    QueueStore,
+    is_postgres,
+    split_schema,
+    sqlite_path,
+)
 
 __all__ = ["DB_ERRORS", "Delivery", "Installation", "Job", "LedgerStore", "QueueStore",
            "is_postgres", "off_loop", "open_ledger_store", "open_queue_store", "postgres",
