@@ -33,6 +33,7 @@ from .retention import prune_periodically
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
 from .store import is_postgres, off_loop, open_ledger_store, open_queue_store
+from .store.queue import redact
 
 log = logging.getLogger("roundwise")
 
@@ -130,7 +131,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
             state.workers.start()
             state.pruner = asyncio.create_task(
                 prune_periodically(state.queue, config.retention_days))
-        log.debug("started %d worker(s) on ledger %s", config.workers, config.db_path)
+        log.debug("started %d worker(s) on ledger %s", config.workers, redact(config.db_path))
 
     async def stop(app: web.Application) -> None:
         if state.pruner:

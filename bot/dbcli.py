@@ -35,12 +35,9 @@ def _target(args) -> str:
 
 
 def _redact(target: str) -> str:
-    """The target without a password, for printing."""
-    if "://" in target and "@" in target:
-        scheme, rest = target.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
-    return target
+    from .store.queue import redact
+
+    return redact(target)
 
 
 def cmd_migrate(args) -> int:

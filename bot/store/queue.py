@@ -27,6 +27,15 @@ def is_postgres(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://"))
 
 
+def redact(target: str) -> str:
+    """A database URL without its password, for logs and messages."""
+    if "://" in target and "@" in target:
+        scheme, rest = target.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+    return target
+
+
 def split_schema(target: str) -> tuple[str, str | None]:
     """A PostgreSQL URL without its ``schema=NAME`` query parameter (not one libpq knows), and
     that name (None without one)."""
