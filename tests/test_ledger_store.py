@@ -306,3 +306,17 @@ def test_verdicts_are_stored_and_counted_through_the_store(any_ledger):
     assert counts["accepted"] + counts["dismissed"] == sum(
         v.kind == "finding" for v in verdicts)
     assert summarise(ledger, repo="o/other") == {}
+
+
+def test_stores_opened_together_on_postgres_migrate_once(pg_schema):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: open_any_store(PG_URL, schema=pg_schema), range(4)))
+    try:
+        assert sorted(len(s.migrated) for s in stores) == [0, 0, 0, 1]
+        stores[0].pull_request("o/r", 1)
+        assert [p["number"] for p in stores[3].pull_requests()] == [1]
+    finally:
+        for store in stores:
+            store.close()
