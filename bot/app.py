@@ -1,8 +1,10 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
 ``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
-and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). On start-up
-it opens the ledger, re-queues jobs a crash interrupted and starts the worker pool; on shutdown
+and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). It opens
+the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
+PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
+(on PostgreSQL: those whose lease ran out) and starts the worker pool; on shutdown
 it stops the workers and closes everything. ``serve`` reads ``.env``, runs the start-up checks
 (``bot.startup``) and logs the ready line once listening.
 """
