@@ -28,8 +28,8 @@ class LeaseStore(Protocol):
 class PRSerializer:
     """``async with serializer.hold(pr_id): ...`` runs the block alone for that PR."""
 
-    def __init__(self, ledger: Ledger | LeaseStore, *, owner: str | None = None, ttl: float = 900.0,
-                 poll: float = 0.05):
+    def __init__(self, ledger: Ledger | LeaseStore, *, owner: str | None = None,
+                 ttl: float = 900.0, poll: float = 0.05):
         self.ledger = ledger
         self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.ttl = ttl
