@@ -9,8 +9,9 @@ says ``threaded``, so async callers run them off the event loop (``bot.store.off
 ``transaction()`` pins one pooled connection to the calling thread until the outermost block
 ends; nested blocks are savepoints, as with SQLite. ``record_round`` reads the PR's defects and
 their last states once, checks every decision in memory (``tracker.roundwrite``) and writes
-the round in a handful of batched statements. The schema is its own ordered migrations, applied
-under the same advisory lock as the queue's, so replicas starting together migrate once.
+the round in a handful of batched statements. The schema is its own ordered migrations
+(``bot.store.ledger_schema``), applied under the same advisory lock as the queue's, so
+replicas starting together migrate once.
 """
 
 from __future__ import annotations
@@ -32,135 +33,10 @@ from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 from tracker.roundwrite import DEFECT_COLUMNS, apply_decisions, previous_state
 from tracker.store import dump_defects
 
+from .ledger_schema import LEDGER_MIGRATIONS
 from .postgres import migrate
 
 __all__ = ["LEDGER_MIGRATIONS", "PostgresLedgerStore"]
-
-#: ordered migrations of the ledger's tables (the queue's are ``postgres.MIGRATIONS``); never
-#: edit one that shipped, add the next. GitHub ids (comments, check runs) need 64 bits.
-LEDGER_MIGRATIONS: list[tuple[str, str]] = [
-    ("ledger_001_core", """
-        create table pull_requests (
-            id bigserial primary key,
-            repo text not null,
-            number integer not null,
-            installation_id bigint,
-            title text,
-            author text,
-            status text default 'open',
-            head_sha text,
-            last_reviewed_sha text,
-            created_at text,
-            updated_at text,
-            unique (repo, number)
-        );
-        create table rounds (
-            id bigserial primary key,
-            pr_id bigint not null references pull_requests (id),
-            number integer not null,
-            base_sha text,
-            head_sha text,
-            status text,
-            started_at text,
-            finished_at text,
-            seconds double precision,
-            findings integer,
-            prompt_tokens bigint,
-            completion_tokens bigint,
-            cost double precision,
-            error text,
-            plan text,
-            check_run_id bigint,
-            check_shown text,
-            unique (pr_id, number)
-        );
-        create index rounds_check on rounds (check_run_id);
-        create index rounds_head on rounds (head_sha);
-        create table defects (
-            id bigserial primary key,
-            pr_id bigint not null references pull_requests (id),
-            key text not null,
-            origin text not null,
-            author text,
-            path text,
-            line_start integer,
-            line_end integer,
-            side text default 'RIGHT',
-            fingerprint text,
-            code text,
-            resolved_code text,
-            description text,
-            type text,
-            severity text,
-            confidence double precision,
-            rule text,
-            state text not null,
-            state_round integer,
-            raised_round integer,
-            ignored integer not null default 0,
-            thread_node_id text,
-            created_at text,
-            updated_at text,
-            anchor_sha text,
-            unique (pr_id, key)
-        );
-        create index defects_path on defects (pr_id, path);
-        create table state_history (
-            id bigserial primary key,
-            defect_id bigint not null references defects (id),
-            round integer not null,
-            state text not null,
-            rule text,
-            evidence text,
-            decided_by text not null,
-            at text
-        );
-        create index state_history_defect on state_history (defect_id, round);
-        create table defect_comments (
-            id bigint primary key,
-            defect_id bigint references defects (id),
-            kind text,
-            author text,
-            body text,
-            in_reply_to bigint,
-            node_id text,
-            posted_by_bot integer,
-            created_at text
-        );
-        create index defect_comments_defect on defect_comments (defect_id);
-        create table signals (
-            id bigserial primary key,
-            pr_id bigint references pull_requests (id),
-            defect_id bigint references defects (id),
-            round integer,
-            kind text,
-            author text,
-            body text,
-            comment_id bigint,
-            at text
-        );
-        create index signals_pr on signals (pr_id, round);
-        create table verdicts (
-            id bigserial primary key,
-            pr_id bigint references pull_requests (id),
-            defect_id bigint references defects (id),
-            defect_key text,
-            round integer,
-            kind text,
-            transition text,
-            rule text,
-            verdict text,
-            signal text,
-            signal_round integer,
-            by text,
-            evidence text,
-            decided_at text,
-            at text
-        );
-        create index verdicts_pr on verdicts (pr_id);
-        create table heartbeat (id integer primary key, at text);
-    """),
-]
 
 #: a defect row with the ids of its comments, in one statement
 _DEFECTS = ("select d.*, coalesce((select array_agg(c.id order by c.id) from defect_comments c "
