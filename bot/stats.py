@@ -26,7 +26,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                     "decisions, from people's actions recorded in the ledger. " + WEAK + ".",
     )
     stats.add_argument("--ledger", default=os.environ.get("ROUNDWISE_DB") or "roundwise.db",
-                       help="the ledger file (default $ROUNDWISE_DB or roundwise.db)")
+                       help="the ledger: a file or postgresql://... (default $ROUNDWISE_DB or "
+                            "roundwise.db)")
     stats.add_argument("--repo", help="only this repository (owner/name)")
     stats.add_argument("--since", help="only decisions taken on or after this date (YYYY-MM-DD)")
     stats.add_argument("--json", action="store_true", help="print JSON")
