@@ -1,8 +1,10 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
 ``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
-and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). On start-up
-it opens the ledger, re-queues jobs a crash interrupted and starts the worker pool; on shutdown
+and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). It opens
+the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
+PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
+(on PostgreSQL: those whose lease ran out) and starts the worker pool; on shutdown
 it stops the workers and closes everything. ``serve`` reads ``.env``, runs the start-up checks
 (``bot.startup``) and logs the ready line once listening.
 """
@@ -17,9 +19,8 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
-from tracker.store import open_ledger_store
+from tracker.store import LedgerStore
 
 from . import health, metrics
 from .appkeys import STATE
@@ -33,7 +34,8 @@ from .logs import with_job_context
 from .retention import prune_periodically
 from .review.engine import Engine, offline_engine
 from .round import RoundRunner
-from .store import open_queue_store
+from .store import is_postgres, off_loop, open_ledger_store, open_queue_store
+from .store.queue import redact
 
 log = logging.getLogger("roundwise")
 
@@ -43,7 +45,7 @@ MAX_BODY = 25 * 1024 * 1024  # GitHub does not send payloads over 25 MB
 @dataclass
 class State:
     config: Config
-    ledger: Ledger
+    ledger: LedgerStore
     queue: JobQueue
     session: aiohttp.ClientSession | None = None
     github: GitHubApp | None = None
@@ -62,16 +64,26 @@ def build_engine(config: Config) -> Engine:
 
 async def healthz(request: web.Request) -> web.Response:
     state: State = request.app[STATE]
-    problems = health.problems(state)  # a database write and the workers (bot.health)
+    # a database write and the workers (bot.health); off the loop on a network database
+    problems = await off_loop(state.ledger, health.problems, state)
     if problems:
         return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
-    return web.json_response({"status": "ok", "queue": state.queue.depth()})
+    depth = await state.queue.call(state.queue.depth)
+    return web.json_response({"status": "ok", "queue": depth})
 
 
 async def metrics_view(request: web.Request) -> web.Response:
     state: State = request.app[STATE]
-    metrics.QUEUE_DEPTH.set(state.queue.depth())
+    metrics.QUEUE_DEPTH.set(await state.queue.call(state.queue.depth))
     return web.Response(body=metrics.render(), content_type="text/plain", charset="utf-8")
+
+
+def serializer(queue: JobQueue) -> PRSerializer:
+    """Per-PR leases in the queue's store. On a shared store a PR lease lasts no longer than a
+    job's, so a dead replica's PR leases run out with its jobs' (``recover`` drops both)."""
+    if queue.store.threaded:
+        return PRSerializer(queue.store, ttl=queue.lease)
+    return PRSerializer(queue.store)
 
 
 def create_app(config: Config, *, engine: Engine | None = None,
@@ -82,9 +94,13 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
     app = web.Application(client_max_size=MAX_BODY)
     app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
+    # bot.store: SQLite (the ledger's file holds the queue) or PostgreSQL (both stores there,
+    # each migrated at start-up under an advisory lock)
     ledger = open_ledger_store(config.db_path)
+    shared = is_postgres(config.db_path)
+    queue_store = open_queue_store(config.db_path, ledger=None if shared else ledger)
     state = State(config=config, ledger=ledger,
-                  queue=JobQueue(store=open_queue_store(config.db_path, ledger=ledger)))
+                  queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
     app.router.add_post("/webhook", handle_webhook)
     app.router.add_get("/", home)
@@ -92,10 +108,11 @@ def create_app(config: Config, *, engine: Engine | None = None,
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_view)
 
-    lock = health.ServerLock(config.db_path)
+    lock = None if shared else health.ServerLock(config.db_path)
 
     async def start(app: web.Application) -> None:
-        lock.acquire()  # one server per SQLite ledger file (bot.health)
+        if lock:
+            lock.acquire()  # one server per SQLite ledger file (bot.health)
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
         state.github = GitHubApp(state.session, config.app_id, config.private_key,
@@ -106,7 +123,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
             return GitHubForge(github.repo(job.installation_id, job.repo))
 
         runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
-                             PRSerializer(ledger), bot_login=config.bot_login,
+                             serializer(state.queue), bot_login=config.bot_login,
                              bot_logins=config.bot_logins, review_drafts=config.review_drafts)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
@@ -116,7 +133,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
             state.workers.start()
             state.pruner = asyncio.create_task(
                 prune_periodically(state.queue, config.retention_days))
-        log.debug("started %d worker(s) on ledger %s", config.workers, config.db_path)
+        log.debug("started %d worker(s) on ledger %s", config.workers, redact(config.db_path))
 
     async def stop(app: web.Application) -> None:
         if state.pruner:
@@ -126,8 +143,11 @@ def create_app(config: Config, *, engine: Engine | None = None,
             await state.workers.stop()
         if state.session:
             await state.session.close()
+        if shared:
+            queue_store.close()
         ledger.close()
-        lock.release()
+        if lock:
+            lock.release()
 
     app.on_startup.append(start)
     app.on_cleanup.append(stop)

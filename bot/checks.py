@@ -23,6 +23,7 @@ from tracker.lifecycle import State
 from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
 
 from .forge import Forge, ForgeError
+from .store.offload import off_loop
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
            "standing", "start"]
@@ -157,13 +158,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
-    return store.round(pr_id, number)
+async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
+    return await off_loop(store, store.round, pr_id, number)
 
 
 async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> int | None:
     """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id."""
-    row = _round(store, pr_id, number)
+    row = await _round(store, pr_id, number)
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
@@ -177,17 +178,17 @@ async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str)
         log.warning("could not start the check run of round %d: %s", number, exc)
         return None
     if check_id is not None and row:
-        store.update_round(row["id"], check_run_id=check_id)
+        await off_loop(store, store.update_round, row["id"], check_run_id=check_id)
     return check_id
 
 
 async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
                    fail_on: str | None) -> str | None:
     """Complete round ``number``'s check from the ledger; the conclusion given."""
-    row = _round(store, pr["id"], number)
+    row = await _round(store, pr["id"], number)
     if not row or not row.get("check_run_id"):
         return None
-    defects = store.defects(pr["id"])
+    defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
     out = output(defects, fail_on, pr["repo"], head)
     notes = annotations(defects, fail_on)
@@ -201,13 +202,13 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
     except ForgeError as exc:
         log.warning("could not complete the check run of round %d: %s", number, exc)
         return None
-    _remember(store, row, out["title"], result, fail_on)
+    await _remember(store, row, out["title"], result, fail_on)
     return result
 
 
 async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str) -> None:
     """Complete a failed round's check as ``neutral`` with the reason."""
-    row = _round(store, pr_id, number)
+    row = await _round(store, pr_id, number)
     if not row or not row.get("check_run_id"):
         return
     try:
@@ -220,20 +221,20 @@ async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str
     except ForgeError as exc:
         log.warning("could not complete the failed check run of round %d: %s", number, exc)
         return
-    _remember(store, row, "failed", "neutral")
+    await _remember(store, row, "failed", "neutral")
 
 
 async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
     """After a person resolved, ignored or raised a defect: update the last round's completed
     check when its title or conclusion changed, with the ``fail_on`` it was completed under
     (no new annotations: GitHub only appends them). The new conclusion, or None."""
-    row = store.last_round(pr["id"])
+    row = await off_loop(store, store.last_round, pr["id"])
     if not row or not row.get("check_run_id") or not row.get("check_shown"):
         return None
     shown_title, shown, fail_on = (json.loads(row["check_shown"]) + [None])[:3]
     if shown_title == "failed":
         return None
-    defects = store.defects(pr["id"])
+    defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
     out = output(defects, fail_on, pr["repo"], row["head_sha"])
     if (out["title"], result) == (shown_title, shown):
@@ -245,7 +246,7 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
     except ForgeError as exc:
         log.warning("could not update the check run of round %d: %s", row["number"], exc)
         return None
-    _remember(store, row, out["title"], result, fail_on)
+    await _remember(store, row, out["title"], result, fail_on)
     return result
 
 
@@ -257,7 +258,7 @@ async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
     """``review_event: request_changes``: request changes while blocking defects (at or above
     ``fail_on``, else Major) stand; once none does, dismiss the bot's reviews that did. Never
     approves. What it did: ``requested``, ``dismissed`` or None."""
-    gate = blocking(store.defects(pr["id"]), fail_on or "Major")
+    gate = blocking(await off_loop(store, store.defects, pr["id"]), fail_on or "Major")
     try:
         mine = [r for r in await forge.reviews(pr["number"]) if r.author in bot_logins]
         requesting = [r for r in mine if r.state == "CHANGES_REQUESTED"]
@@ -280,6 +281,7 @@ async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
         return None
 
 
-def _remember(store: Ledger, row: dict, shown_title: str, result: str,
-              fail_on: str | None = None) -> None:
-    store.update_round(row["id"], check_shown=json.dumps([shown_title, result, fail_on]))
+async def _remember(store: Ledger, row: dict, shown_title: str, result: str,
+                    fail_on: str | None = None) -> None:
+    await off_loop(store, store.update_round, row["id"],
+                   check_shown=json.dumps([shown_title, result, fail_on]))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .review.llm_config import LLM_SETTINGS, LLMConfig
 from .review.prompt_context import CONTEXT_SETTINGS
-from .store.queue import is_postgres, sqlite_path
+from .store.queue import is_postgres, split_schema, sqlite_path
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
 
@@ -30,9 +30,12 @@ SETTINGS: dict[str, tuple[str, str]] = {
                                 "this or the key required"),
     "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
     "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
-    "ROUNDWISE_DB": (("the ledger's SQLite file (a path or sqlite:///PATH); `roundwise db` "
-                      "also takes postgresql://... (the job queue's PostgreSQL store)"),
-                     "roundwise.db"),
+    "ROUNDWISE_DB": (("the ledger and job queue: a SQLite file (a path or sqlite:///PATH, one "
+                      "server) or postgresql://USER@HOST/DB[?schema=NAME] (any number of "
+                      "replicas)"), "roundwise.db"),
+    "ROUNDWISE_JOB_LEASE": (("seconds a claimed job stays its server's without renewal "
+                             "(renewed every quarter of it); a dead replica's jobs are taken "
+                             "over once it runs out"), "600"),
     "ROUNDWISE_RETENTION_DAYS": (("days processed deliveries and finished jobs are kept "
                                   "before the server's hourly prune (or `roundwise db prune`) "
                                   "drops them; the ledger is kept"), "14"),
@@ -73,6 +76,7 @@ class Config:
     check_model: bool = False  # one tiny call to the model at start-up
     log_format: str = "text"
     retention_days: float = 14.0  # processed deliveries and finished jobs (bot.retention)
+    job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
 
     @property
     def model(self) -> str | None:
@@ -193,11 +197,21 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         problems.append(str(exc))
         keep_days = 14.0
 
+    lease = env.get("ROUNDWISE_JOB_LEASE") or "600"
+    try:
+        job_lease = float(lease)
+        if not job_lease > 0 or job_lease == float("inf"):
+            raise ValueError
+    except ValueError:
+        problems.append(f"ROUNDWISE_JOB_LEASE={lease!r} must be a number of seconds above 0")
+        job_lease = 600.0
+
     db = env.get("ROUNDWISE_DB") or "roundwise.db"
     if is_postgres(db):
-        problems.append("ROUNDWISE_DB is a postgresql:// URL: `roundwise serve` keeps its ledger "
-                        "in SQLite until the ledger store has a PostgreSQL engine; set a file "
-                        "path (the job queue's PostgreSQL store is used by `roundwise db`)")
+        try:
+            split_schema(db)
+        except ValueError as exc:
+            problems.append(f"ROUNDWISE_DB: {exc}")
 
     llm = None
     try:
@@ -221,4 +235,5 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         check_model=check_model,
         log_format=log_format,
         retention_days=keep_days,
+        job_lease=job_lease,
     )

@@ -35,20 +35,21 @@ def _target(args) -> str:
 
 
 def _redact(target: str) -> str:
-    """The target without a password, for printing."""
-    if "://" in target and "@" in target:
-        scheme, rest = target.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
-    return target
+    from .store.queue import redact
+
+    return redact(target)
 
 
 def cmd_migrate(args) -> int:
-    from .store import open_queue_store
+    from .store import is_postgres, open_ledger_store, open_queue_store
 
     target = _target(args)
-    store = open_queue_store(target)  # opening a store applies its migrations, under a lock
-    store.close()
+    # opening a store applies its migrations, under a lock: the ledger's, then the queue's
+    ledger = open_ledger_store(target)
+    try:
+        open_queue_store(target, ledger=None if is_postgres(target) else ledger).close()
+    finally:
+        ledger.close()
     print(f"{_redact(target)}: schema up to date")
     return 0
 
@@ -67,7 +68,7 @@ def cmd_prune(args) -> int:
         print(f"roundwise db prune: {exc}", file=sys.stderr)
         return 2
     target = _target(args)
-    store = open_queue_store(target)
+    store = open_queue_store(target)  # retention is the queue's data (the ledger is kept)
     try:
         counts = prune(store, days)
     finally:

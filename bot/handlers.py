@@ -22,6 +22,7 @@ from .forge import ForgeError
 from .github.payloads import code_from_hunk, comment_from_payload
 from .jobs import Job, JobQueue, RetryLater
 from .round import RoundRunner, post_summary
+from .store.offload import off_loop
 
 log = logging.getLogger(__name__)
 
@@ -47,45 +48,54 @@ class Handlers:
                 raise RetryLater(str(exc)) from exc
             raise
         log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
-        live.after_job(self.ledger, job.repo, job.number, self.bot_logins)
+        await self._db(live.after_job, self.ledger, job.repo, job.number, self.bot_logins)
         store, call = self.queue.store, self.queue.call
         if job.delivery_id and await call(store.delivery, job.delivery_id):  # not derived jobs
             await call(store.mark_processed, job.delivery_id, str(outcome or "ok")[:200])
 
+    async def _db(self, fn, /, *args, **kwargs):
+        """A ledger call, off the event loop when the ledger is a network database."""
+        return await off_loop(self.ledger, fn, *args, **kwargs)
+
     async def on_round(self, job: Job) -> str:
         return await self.rounds.run(job)
 
-    def _pr_id(self, job: Job, author: str | None = None) -> int:
-        return self.ledger.pull_request(job.repo, job.number, installation_id=job.installation_id,
-                                        author=author)["id"]
+    async def _pr_id(self, job: Job, author: str | None = None) -> int:
+        return (await self._db(self.ledger.pull_request, job.repo, job.number,
+                               installation_id=job.installation_id, author=author))["id"]
 
     async def on_comment(self, job: Job) -> str:
         data, kind, action = job.payload["comment"], job.payload["kind"], job.payload["action"]
-        pr_id = self._pr_id(job, job.payload.get("pr_author"))
-        pr = self.ledger.find_pull_request(job.repo, job.number)
+        pr_id = await self._pr_id(job, job.payload.get("pr_author"))
+        pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
         comment = comment_from_payload(data, kind, self.bot_logins)
         if action == "deleted":
-            defect = self.ledger.defect_by_comment(pr_id, comment.id)
-            root = defect and self.ledger.thread_root(pr_id, defect.key)
+            defect = await self._db(self.ledger.defect_by_comment, pr_id, comment.id)
+            root = defect and await self._db(self.ledger.thread_root, pr_id, defect.key)
             if defect and defect.origin.value == "human" and (root is None or root["id"] ==
                                                               comment.id):
-                self.ledger.set_ignored(pr_id, defect.key, f"deletion of comment {comment.id}",
-                                        self.ledger.current_round(pr_id))
+                await self._db(self._ignore_deleted, pr_id, defect.key, comment.id)
                 await self._refresh_check(job)
                 return f"{defect.key} ignored: its comment was deleted"
             return "nothing to do"
         count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
             else 1
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
-        outcome = take_comment(self.ledger, pr_id, comment, pr_author=pr["author"], code=code)
+        outcome = await self._db(take_comment, self.ledger, pr_id, comment,
+                                 pr_author=pr["author"], code=code)
         await self._refresh_check(job)
         return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
 
+    def _ignore_deleted(self, pr_id: int, key: str, comment_id: int) -> None:
+        self.ledger.set_ignored(pr_id, key, f"deletion of comment {comment_id}",
+                                self.ledger.current_round(pr_id))
+
     async def on_thread(self, job: Job) -> str:
-        pr_id = self._pr_id(job)
-        outcome = take_thread(self.ledger, pr_id, resolved=job.payload["action"] == "resolved",
-                              by=job.payload.get("by"), node_id=job.payload.get("node_id"),
-                              comment_ids=[c for c in job.payload.get("comment_ids") or [] if c])
+        pr_id = await self._pr_id(job)
+        outcome = await self._db(
+            take_thread, self.ledger, pr_id, resolved=job.payload["action"] == "resolved",
+            by=job.payload.get("by"), node_id=job.payload.get("node_id"),
+            comment_ids=[c for c in job.payload.get("comment_ids") or [] if c])
         await self._refresh_check(job)
         return f"{outcome.action} {outcome.defect.key if outcome.defect else outcome.reason}"
 
@@ -93,8 +103,9 @@ class Handlers:
         """Someone re-ran the bot's check: review the head of each pull request it is for."""
         numbers = list(job.payload.get("numbers") or [])
         if not numbers:
-            number = self.ledger.pr_number_for_check(
-                job.repo, job.payload.get("check_run_id"), job.payload.get("head_sha"))
+            number = await self._db(self.ledger.pr_number_for_check, job.repo,
+                                    job.payload.get("check_run_id"),
+                                    job.payload.get("head_sha"))
             numbers = [number] if number is not None else []
         for number in numbers:
             await self.queue.call(self.queue.enqueue, "round", repo=job.repo, number=number,
@@ -106,14 +117,14 @@ class Handlers:
 
     async def _refresh_check(self, job: Job) -> None:
         """A person's action may have changed what the PR's check shows: update it."""
-        pr = self.ledger.find_pull_request(job.repo, job.number)
+        pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
         if pr is not None:
             await checks.refresh(self.rounds.forge(job), self.ledger, pr)
 
     async def on_closed(self, job: Job) -> str:
-        pr_id = self._pr_id(job)
+        pr_id = await self._pr_id(job)
         status = "merged" if job.payload.get("merged") else "closed"
-        self.ledger.update_pull_request(pr_id, status=status)
+        await self._db(self.ledger.update_pull_request, pr_id, status=status)
         return f"pull request {status}; final states kept"
 
     async def on_installation(self, job: Job) -> str:
@@ -132,7 +143,7 @@ class Handlers:
         command = parse_command(data.get("body"))
         user = (data.get("user") or {}).get("login")
         gh = self.rounds.forge(job)
-        pr_id = self._pr_id(job, job.payload.get("pr_author"))
+        pr_id = await self._pr_id(job, job.payload.get("pr_author"))
         if command is None:
             return "no command"
         if command.error or command.name == "unknown":
@@ -155,7 +166,7 @@ class Handlers:
         if command.name == "status":
             rows = [{"key": d.key, "state": str(d.state) + (" (ignored)" if d.ignored else ""),
                      "location": d.location(), "description": d.description}
-                    for d in self.ledger.defects(pr_id)]
+                    for d in await self._db(self.ledger.defects, pr_id)]
             await gh.create_issue_comment(job.number, render.status_table(rows))
             return "status posted"
         if command.name in NEEDS_WRITE:
@@ -171,24 +182,25 @@ class Handlers:
     async def _resolve_or_ignore(self, gh, job: Job, pr_id: int, name: str, key: str,
                                  user: str) -> str:
         try:
-            defect = self.ledger.defect(pr_id, key)
+            defect = await self._db(self.ledger.defect, pr_id, key)
         except LedgerError as exc:
             await gh.create_issue_comment(job.number, f"@{user} {exc}.")
             return str(exc)
-        number = self.ledger.current_round(pr_id)
+        number = await self._db(self.ledger.current_round, pr_id)
         if name == "ignore":
-            self.ledger.set_ignored(pr_id, key, user, number)
+            await self._db(self.ledger.set_ignored, pr_id, key, user, number)
         elif defect.state is not State.RESOLVED:
-            self.ledger.record_decision(pr_id, number, Decision(
+            await self._db(self.ledger.record_decision, pr_id, number, Decision(
                 key, State.RESOLVED, "command_resolve", f"{user} ran /roundwise resolve",
                 decided_by=DecidedBy.HUMAN))
-        root = self.ledger.thread_root(pr_id, key)
+        root = await self._db(self.ledger.thread_root, pr_id, key)
         if root is not None:
             await gh.reply(job.number, root["id"], f"{key} marked {name}d by @{user}.\n"
                            f"{render.marker(name, key, number)}")
-        pr = self.ledger.find_pull_request(job.repo, job.number)
+        pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
         head = pr["last_reviewed_sha"] or pr["head_sha"] or ""
-        await post_summary(gh, job.number, self.rounds.summary_body(pr_id, number, head, None),
+        await post_summary(gh, job.number,
+                           await self.rounds.summary_body(pr_id, number, head, None),
                            self.bot_logins)
         await checks.refresh(gh, self.ledger, pr)
         return f"{key} {name}d by {user}"

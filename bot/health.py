@@ -6,17 +6,19 @@ write: it fails while the disk is full) and asks the worker pool for dead or fai
 any problem makes ``/healthz`` answer 503 with the reasons.
 
 One SQLite ledger file takes one server: two processes on it fight over locks, and each
-re-queues the other's running jobs at start-up. Until a PostgreSQL backend exists,
-``ServerLock`` (an exclusive ``flock`` on ``<ledger>.lock``, released by the OS even after
-``kill -9``) makes a second server on the same file refuse to start, saying why.
+re-queues the other's running jobs at start-up. ``ServerLock`` (an exclusive ``flock`` on
+``<ledger>.lock``, released by the OS even after ``kill -9``) makes a second server on the
+same file refuse to start, saying why. A PostgreSQL database takes any number of servers
+(leases, not a lock file, keep them apart), so ``create_app`` takes no lock for one.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import sqlite3
 from pathlib import Path
+
+from .store import DB_ERRORS
 
 __all__ = ["AlreadyServing", "ServerLock", "problems"]
 
@@ -58,7 +60,7 @@ def problems(state) -> list[str]:
     out = []
     try:
         state.ledger.heartbeat()
-    except sqlite3.Error as exc:  # disk full, read-only, locked: the reason goes to the caller
+    except DB_ERRORS as exc:  # disk full, read-only, server gone: the reason goes to the caller
         out.append(f"the ledger database cannot be written: {type(exc).__name__}: {exc}")
     if state.workers is not None:
         out.extend(state.workers.problems())

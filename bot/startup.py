@@ -3,7 +3,8 @@
 ``bot.config`` checks each setting on its own; this module checks what needs the outside world:
 that the provider key a model needs is in the environment (litellm knows which variable each
 provider reads), that the model answers (``ROUNDWISE_CHECK_MODEL=1``), and that the ledger file
-can be created where ``ROUNDWISE_DB`` says. Each problem is one line saying how to fix it, so a
+can be created where ``ROUNDWISE_DB`` says (or, for a ``postgresql://`` URL, that its server
+answers). Each problem is one line saying how to fix it, so a
 mistake stops ``roundwise serve`` at start-up instead of failing the first round. It also says
 which version is running and writes the "ready" line.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from .config import Config
 from .review.llm_config import LLMConfig
+from .store.queue import is_postgres, redact, split_schema
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
            "startup_problems", "version"]
@@ -116,6 +118,8 @@ def check_ledger(db_path: str) -> str | None:
     A volume the container's user cannot write would otherwise end in a raw
     ``sqlite3.OperationalError`` traceback from the first statement.
     """
+    if is_postgres(db_path):
+        return check_postgres(db_path)
     path = Path(db_path).expanduser()
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
@@ -140,6 +144,20 @@ def check_ledger(db_path: str) -> str | None:
     return None
 
 
+def check_postgres(target: str) -> str | None:
+    """Whether the PostgreSQL server of ``target`` answers; the problem as a line."""
+    import psycopg
+
+    conninfo, _schema = split_schema(target)
+    try:
+        psycopg.connect(conninfo, connect_timeout=10).close()
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return (f"ROUNDWISE_DB: the PostgreSQL server does not answer ({type(exc).__name__}: "
+                f"{first}); check the URL, the server and its pg_hba.conf")
+    return None
+
+
 def startup_problems(config: Config) -> list[str]:
     """Every start-up problem ``bot.config`` cannot see, each as one line."""
     problems = check_model(config.llm)
@@ -160,5 +178,5 @@ def ready_line(config: Config, host: str, port: int) -> str:
     model = config.model or "none"
     if config.llm and config.llm.fallback_model:
         model += f" (fallback {config.llm.fallback_model})"
-    return (f"roundwise {version()} ready on http://{shown}:{port}: ledger {config.db_path}, "
+    return (f"roundwise {version()} ready on http://{shown}:{port}: ledger {redact(config.db_path)}, "
             f"{reviewer} reviewer, model {model}, {config.workers} worker(s)")

@@ -26,7 +26,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                     "decisions, from people's actions recorded in the ledger. " + WEAK + ".",
     )
     stats.add_argument("--ledger", default=os.environ.get("ROUNDWISE_DB") or "roundwise.db",
-                       help="the ledger file (default $ROUNDWISE_DB or roundwise.db)")
+                       help="the ledger: a file or postgresql://... (default $ROUNDWISE_DB or "
+                            "roundwise.db)")
     stats.add_argument("--repo", help="only this repository (owner/name)")
     stats.add_argument("--since", help="only decisions taken on or after this date (YYYY-MM-DD)")
     stats.add_argument("--json", action="store_true", help="print JSON")
@@ -54,15 +55,16 @@ def stats_table(summary: dict) -> str:
 
 
 def cmd_stats(args) -> int:
-    from tracker.ledger import Ledger
     from tracker.verdicts import refresh, summarise
 
-    if not os.path.exists(args.ledger):
+    from .store import is_postgres, open_ledger_store, sqlite_path
+
+    if not is_postgres(args.ledger) and not os.path.exists(sqlite_path(args.ledger)):
         print(f"no ledger at {args.ledger}")
         return 2
     login = os.environ.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]"
     base = login.removesuffix("[bot]")
-    with Ledger(args.ledger) as ledger:
+    with open_ledger_store(args.ledger) as ledger:
         for pr in ledger.pull_requests(args.repo or None):
             refresh(ledger, pr["id"], {login, base, f"{base}[bot]"})
         summary = summarise(ledger, args.repo, args.since)

@@ -1,4 +1,5 @@
-"""The ledger on real SQLite files: schema, keys, transitions, transactions, deliveries."""
+"""The ledger: schema, keys, transitions, transactions, deliveries. The core cases take
+``any_ledger`` and run on both engines (a SQLite file, a fresh PostgreSQL schema)."""
 
 import asyncio
 import json
@@ -30,7 +31,8 @@ def test_schema_is_migrated_once_and_uses_wal(tmp_path):
         assert names == sorted(set(names)) and len(names) == 7
 
 
-def test_keys_are_stable_per_pr_and_history_records_new(ledger):
+def test_keys_are_stable_per_pr_and_history_records_new(any_ledger):
+    ledger = any_ledger
     a = ledger.pull_request("o/r", 1, author="sam")["id"]
     b = ledger.pull_request("o/r", 2)["id"]
     ledger.begin_round(a, "h1")
@@ -44,7 +46,8 @@ def test_keys_are_stable_per_pr_and_history_records_new(ledger):
     assert ledger.pull_request("o/r", 1)["author"] == "sam"
 
 
-def test_decisions_follow_the_lifecycle_and_can_be_revised_within_a_round(ledger):
+def test_decisions_follow_the_lifecycle_and_can_be_revised_within_a_round(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     ledger.begin_round(pr, "h1")
     ledger.add_defect(pr, finding(), 1)
@@ -71,7 +74,8 @@ def test_decisions_follow_the_lifecycle_and_can_be_revised_within_a_round(ledger
         ledger.defect(pr, "D9")
 
 
-def test_raised_round_allows_only_new_or_resolved(ledger):
+def test_raised_round_allows_only_new_or_resolved(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     ledger.begin_round(pr, "h1")
     ledger.add_defect(pr, finding(), 1)
@@ -79,7 +83,8 @@ def test_raised_round_allows_only_new_or_resolved(ledger):
         ledger.record_decision(pr, 1, Decision("D1", State.OPEN, "x", "y"))
 
 
-def test_record_round_is_all_or_nothing(ledger):
+def test_record_round_is_all_or_nothing(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     ledger.begin_round(pr, "h1")
     ledger.add_defect(pr, finding(), 1)
@@ -94,7 +99,8 @@ def test_record_round_is_all_or_nothing(ledger):
     assert len(ledger.defects(pr)) == 2  # the new finding was not kept either
 
 
-def test_resolving_keeps_the_old_code_for_reopen_detection(ledger):
+def test_resolving_keeps_the_old_code_for_reopen_detection(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     ledger.begin_round(pr, "h1")
     ledger.add_defect(pr, finding(), 1, code="bad()")
@@ -104,7 +110,8 @@ def test_resolving_keeps_the_old_code_for_reopen_detection(ledger):
     assert d.resolved_code == "bad()" and d.code == "good()"
 
 
-def test_rounds_resume_after_a_crash_and_do_not_duplicate(ledger):
+def test_rounds_resume_after_a_crash_and_do_not_duplicate(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     r1 = ledger.begin_round(pr, "h1", "base")
     again = ledger.begin_round(pr, "h1", "base")  # the job ran again before completing
@@ -120,7 +127,8 @@ def test_rounds_resume_after_a_crash_and_do_not_duplicate(ledger):
         ledger.finish_round(pr, 2, status="weird")
 
 
-def test_usage_adds_up(ledger):
+def test_usage_adds_up(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     ledger.begin_round(pr, "h1")
     ledger.add_usage(pr, 1, 100, 20, 0.5)
@@ -138,7 +146,8 @@ def test_deliveries_are_processed_once_but_redelivery_finishes_an_unprocessed_on
     assert ledger.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is False
 
 
-def test_comments_link_to_defects_and_threads(ledger):
+def test_comments_link_to_defects_and_threads(any_ledger):
+    ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
     d = ledger.add_defect(pr, finding(origin=Origin.HUMAN, author="rina"), 0)
     ledger.attach_comment(d.id, 501, author="rina", body="bug")

@@ -46,13 +46,15 @@ def test_retention_days_default_and_bad_values():
     assert cutoff(1.0) < cutoff(0.5)
 
 
-def test_the_server_config_reads_retention_and_refuses_a_postgres_ledger():
+def test_the_server_config_reads_retention_the_job_lease_and_a_postgres_url():
     env = {"GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY": "x", "GITHUB_WEBHOOK_SECRET": "s"}
     with pytest.raises(ConfigError) as err:
-        load_config({**env, "ROUNDWISE_RETENTION_DAYS": "never",
-                     "ROUNDWISE_DB": "postgresql://u@h/db"})
+        load_config({**env, "ROUNDWISE_RETENTION_DAYS": "never", "ROUNDWISE_JOB_LEASE": "0",
+                     "ROUNDWISE_DB": "postgresql://u@h/db?schema=no-dashes"})
     assert "ROUNDWISE_RETENTION_DAYS='never'" in str(err.value)
-    assert "postgresql:// URL" in str(err.value)
+    assert "ROUNDWISE_JOB_LEASE='0'" in str(err.value)
+    assert "schema name" in str(err.value)
+    assert "SQLite" not in str(err.value)  # a postgresql:// ledger itself is no problem
 
 
 def test_db_prune_drops_old_processed_deliveries_and_keeps_the_rest(tmp_path, capsys):
@@ -139,6 +141,11 @@ def test_db_migrate_and_prune_on_postgresql(capsys):
     try:
         assert main(["db", "migrate", "--db", url]) == 0
         assert "schema up to date" in capsys.readouterr().out
+        from bot.store import open_ledger_store
+
+        with open_ledger_store(url) as ledger:
+            assert ledger.migrated == []  # the ledger's tables were migrated too
+            assert ledger.pull_requests() == []
         store = open_queue_store(url)
         assert store.migrated == []  # the CLI migrated already
         _processed(store, "old")

@@ -71,8 +71,7 @@ def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: 
                     pr_author: str | None, code: str | None) -> Outcome:
     known = ledger.defect_by_comment(pr_id, comment.id)
     if known is not None:  # an edit, or the same delivery again
-        ledger.db["defects"].update(known.id, {"description": comment.body})
-        return Outcome("updated", ledger.defect(pr_id, known.key))
+        return Outcome("updated", ledger.set_description(pr_id, known.key, comment.body))
     if pr_author and comment.author == pr_author:
         return Outcome("ignored", reason="the PR author's own remark")
     inline = comment.kind == "review_comment" and bool(comment.path) and comment.line is not None

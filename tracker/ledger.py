@@ -25,6 +25,7 @@ from sqlite_utils.db import NotFoundError
 from .anchors import fingerprint as code_fingerprint
 from .lifecycle import State, carry_forward, check_transition, parse_state
 from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
+from .roundwrite import DEFECT_COLUMNS, apply_decisions
 from .schema import migrations
 
 
@@ -374,17 +375,30 @@ class Ledger:
                      new_findings: Iterable[tuple[Finding, str | None]] = (),
                      keys: Iterable[str | None] | None = None,
                      head_sha: str | None = None) -> list[Defect]:
-        """Store a whole round at once: every decision, then every new defect; all or nothing.
+        """Store a whole round at once: every decision (checked as ``record_decision`` does,
+        written in two statements), then every new defect; all or nothing.
 
         ``new_findings`` pairs each finding with the code it is anchored to (or None);
         ``keys`` are the keys a plan reserved for them. Returns the defects created.
         """
         created = []
+        decisions = list(decisions)
         new_findings = list(new_findings)
         keys = list(keys) if keys is not None else [None] * len(new_findings)
         with self.transaction():
-            for decision in decisions:
-                self.record_decision(pr_id, round_number, decision, head_sha)
+            if decisions:  # one read, checked in memory (tracker.roundwrite), batched writes
+                rows = {r["key"]: r for r in self.db["defects"].rows_where("pr_id = ?", [pr_id])}
+                last = {r[0]: (r[1], r[2]) for r in self.db.execute(
+                    "select h.defect_id, h.state, h.round from state_history h join defects d "
+                    "on d.id = h.defect_id where d.pr_id = ? and h.round < ? "
+                    "order by h.defect_id, h.round, h.id", [pr_id, round_number])}  # last wins
+                changed, history = apply_decisions(rows, last, round_number, decisions,
+                                                   head_sha, now())
+                self.db.conn.executemany(
+                    "update defects set " + ", ".join(f"{c} = ?" for c in DEFECT_COLUMNS)
+                    + " where id = ?", [[r[c] for c in DEFECT_COLUMNS] + [r["id"]]
+                                        for r in changed])
+                self.db["state_history"].insert_all(history)
             for (finding, code), key in zip(new_findings, keys, strict=True):
                 created.append(self.add_defect(pr_id, finding, round_number, code=code,
                                                key=key, anchor_sha=head_sha))
@@ -407,6 +421,12 @@ class Ledger:
             self.db["defects"].update(defect.id, {"ignored": 1, "updated_at": now()})
             self._history(defect.id, round_number, defect.state, "ignored",
                           f"ignored by {by}", DecidedBy.HUMAN)
+        return self.defect(pr_id, key)
+
+    def set_description(self, pr_id: int, key: str, description: str) -> Defect:
+        """A person edited the comment that raised a defect: its description follows."""
+        defect = self.defect(pr_id, key)
+        self.db["defects"].update(defect.id, {"description": description})
         return self.defect(pr_id, key)
 
     def history(self, pr_id: int, key: str) -> list[dict]:
@@ -448,6 +468,36 @@ class Ledger:
                    comment_id=r["comment_id"])
             for r in rows
         ]
+
+    # -- live verdicts (tracker.verdicts) ----------------------------------------------------
+
+    def defect_activity(self, defect_id: int) -> dict[str, list[dict]]:
+        """A defect's history, signals and comments rows, each oldest first."""
+        return {table: list(self.db[table].rows_where("defect_id = ?", [defect_id],
+                                                      order_by="id"))
+                for table in ("state_history", "signals", "defect_comments")}
+
+    def replace_verdicts(self, pr_id: int, rows: list[dict]) -> None:
+        """Replace one PR's verdict rows."""
+        with self.transaction():
+            self.db.execute("delete from verdicts where pr_id = ?", [pr_id])
+            if rows:
+                self.db["verdicts"].insert_all(rows)
+
+    def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
+        """Verdicts counted per repository, kind, transition and verdict."""
+        where, args = ["1"], []
+        if repo:
+            where.append("p.repo = ?")
+            args.append(repo)
+        if since:
+            where.append("v.decided_at >= ?")
+            args.append(since)
+        return list(self.db.query(
+            "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
+            "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
+            " group by p.repo, v.kind, v.transition, v.verdict "
+            "order by p.repo, v.kind, v.transition", args))
 
     # -- per-PR leases (cross-process serialisation) ------------------------------------------
 
@@ -593,14 +643,6 @@ class Ledger:
 
     def dump(self, pr_id: int) -> Iterator[dict]:
         """Every defect as a plain dict with its history, for JSON output."""
-        for defect in self.defects(pr_id):
-            yield {
-                "key": defect.key, "state": str(defect.state), "origin": str(defect.origin),
-                "location": defect.location(), "type": defect.type, "severity": defect.severity,
-                "description": defect.description,
-                "history": [
-                    {k: h[k] for k in ("round", "state", "rule", "decided_by", "evidence")}
-                    for h in self.history(pr_id, defect.key)
-                ],
-            }
+        from .store import dump_defects
 
+        return dump_defects(self, pr_id)

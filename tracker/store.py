@@ -2,10 +2,11 @@
 
 ``LedgerStore`` names the operations over pull requests, rounds, defects, their history,
 signals and comments; ``open_ledger_store(target)`` picks the engine from ``ROUNDWISE_DB``'s
-form. Today the one engine is SQLite (``tracker.ledger.Ledger``, which satisfies the
-interface); a ``postgresql://`` target is refused with a clear message until a PostgreSQL
-ledger exists (the job queue's PostgreSQL store is ``bot.store``). Code outside a store should
-call these methods rather than write SQL.
+form. The tracker's engine is SQLite (``tracker.ledger.Ledger``, which satisfies the
+interface). The PostgreSQL engine talks to a server, and the tracker does no network I/O, so it
+lives in ``bot.store`` (``bot.store.open_ledger_store`` picks either); this module's
+``open_ledger_store`` refuses a ``postgresql://`` target and says so. Code outside a store
+calls these methods rather than write SQL.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Protocol, runtime_checkable
 from .lifecycle import State
 from .models import Decision, Defect, Finding, Signal
 
-__all__ = ["LedgerStore", "open_ledger_store"]
+__all__ = ["LedgerStore", "dump_defects", "open_ledger_store"]
 
 
 @runtime_checkable
@@ -61,6 +62,7 @@ class LedgerStore(Protocol):
     def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
                      **kw) -> list[Defect]: ...
     def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect: ...
+    def set_description(self, pr_id: int, key: str, description: str) -> Defect: ...
     def history(self, pr_id: int, key: str) -> list[dict]: ...
     def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]: ...
     def dump(self, pr_id: int) -> Iterator[dict]: ...
@@ -73,15 +75,38 @@ class LedgerStore(Protocol):
     def people_comments_since(self, pr_id: int, since: str) -> list[dict]: ...
     def thread_root(self, pr_id: int, key: str) -> dict | None: ...
     def set_thread(self, pr_id: int, key: str, node_id: str) -> None: ...
+    # live verdicts (tracker.verdicts)
+    def defect_activity(self, defect_id: int) -> dict[str, list[dict]]:
+        """``{"state_history": [...], "signals": [...], "defect_comments": [...]}``: a
+        defect's rows of each, oldest first."""
+    def replace_verdicts(self, pr_id: int, rows: list[dict]) -> None: ...
+    def verdict_counts(self, repo: str | None = None,
+                       since: str | None = None) -> list[dict]:
+        """Rows of ``repo``, ``kind``, ``transition``, ``verdict`` and their count ``n``."""
     # health
     def heartbeat(self) -> None: ...
 
 
+def dump_defects(store: LedgerStore, pr_id: int) -> Iterator[dict]:
+    """Every defect of a PR as a plain dict with its history, for JSON output."""
+    for defect in store.defects(pr_id):
+        yield {
+            "key": defect.key, "state": str(defect.state), "origin": str(defect.origin),
+            "location": defect.location(), "type": defect.type, "severity": defect.severity,
+            "description": defect.description,
+            "history": [
+                {k: h[k] for k in ("round", "state", "rule", "decided_by", "evidence")}
+                for h in store.history(pr_id, defect.key)
+            ],
+        }
+
+
 def open_ledger_store(target: str) -> LedgerStore:
-    """The ledger for ``target``: a file path or ``sqlite:///PATH`` (SQLite)."""
+    """The SQLite ledger for ``target``: a file path or ``sqlite:///PATH``. A PostgreSQL
+    target is ``bot.store.open_ledger_store``'s (the tracker does no network I/O)."""
     from .ledger import Ledger, LedgerError
 
     if target.startswith(("postgresql://", "postgres://")):
-        raise LedgerError("the ledger has no PostgreSQL store yet; ROUNDWISE_DB must be a "
-                          "SQLite file path (the job queue's PostgreSQL store is bot.store)")
+        raise LedgerError("the tracker opens SQLite ledgers only; a postgresql:// ledger is "
+                          "opened by bot.store.open_ledger_store")
     return Ledger(target.removeprefix("sqlite:///"))

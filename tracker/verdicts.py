@@ -69,16 +69,13 @@ def _events(ledger: Ledger, defect_id: int, bot_logins: set[str]) -> list[dict]:
     same millisecond. On equal times: other decisions, then signals, then replies, then the
     decisions people's actions caused.
     """
+    activity = ledger.defect_activity(defect_id)
     streams = [
-        [{"type": "decision", "_at": r["at"] or "", **r}
-         for r in ledger.db["state_history"].rows_where("defect_id = ?", [defect_id],
-                                                       order_by="id")],
-        [{"type": "signal", "_at": r["at"] or "", **r}
-         for r in ledger.db["signals"].rows_where("defect_id = ?", [defect_id], order_by="id")
+        [{"type": "decision", "_at": r["at"] or "", **r} for r in activity["state_history"]],
+        [{"type": "signal", "_at": r["at"] or "", **r} for r in activity["signals"]
          if r["author"] not in bot_logins],
         [{"type": "reply", "_at": r["created_at"] or "", **r}
-         for r in ledger.db["defect_comments"].rows_where("defect_id = ?", [defect_id],
-                                                         order_by="id")
+         for r in activity["defect_comments"]
          if r["in_reply_to"] and not r["posted_by_bot"] and r["author"] not in bot_logins],
     ]
     # ``/roundwise resolve`` is stored as a decision only: it is also a person's action.
@@ -218,31 +215,14 @@ def refresh(ledger: Ledger, pr_id: int, bot_logins: set[str] = frozenset()) -> l
     verdicts = classify(ledger, pr_id, bot_logins)
     keys = {d.key: d.id for d in ledger.defects(pr_id)}
     stamp = now()
-    with ledger.transaction():
-        ledger.db.execute("delete from verdicts where pr_id = ?", [pr_id])
-        if verdicts:
-            ledger.db["verdicts"].insert_all(
-                [{"pr_id": pr_id, "defect_id": keys[v.defect_key], **asdict(v), "at": stamp}
-                 for v in verdicts]
-            )
+    ledger.replace_verdicts(pr_id, [{"pr_id": pr_id, "defect_id": keys[v.defect_key],
+                                     **asdict(v), "at": stamp} for v in verdicts])
     return verdicts
 
 
 def summarise(ledger: Ledger, repo: str | None = None, since: str | None = None) -> dict:
     """Counts and rates per repository: findings accepted/dismissed, states per transition."""
-    where, args = ["1"], []
-    if repo:
-        where.append("p.repo = ?")
-        args.append(repo)
-    if since:
-        where.append("v.decided_at >= ?")
-        args.append(since)
-    rows = ledger.db.query(
-        "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
-        "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
-        " group by p.repo, v.kind, v.transition, v.verdict order by p.repo, v.kind, v.transition",
-        args,
-    )
+    rows = ledger.verdict_counts(repo, since)
     out: dict[str, dict] = {}
     for row in rows:
         repo_out = out.setdefault(row["repo"], {"findings": {"accepted": 0, "dismissed": 0},

@@ -21,6 +21,7 @@ from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
 from ..settings import PATH as SETTINGS_PATH
 from ..settings import SettingsError, parse_settings
+from ..store.offload import off_loop
 
 __all__ = ["MAX_FILES", "RoundInputs", "gather", "read_settings"]
 
@@ -58,13 +59,13 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
                  settings: Settings) -> RoundInputs:
     """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``."""
     head = pull.head_sha
-    previous = store.last_round(pr["id"])
+    previous = await off_loop(store, store.last_round, pr["id"])
     pr_diff = await _pr_diff(forge, pull)
     if previous is None:
         round_diff = pr_diff  # the first round: the whole PR is new
     elif previous["head_sha"] == head:
         round_diff = ""  # a review of the same head again: nothing moved
-    tracked = store.defects(pr["id"], include_ignored=False)
+    tracked = await off_loop(store, store.defects, pr["id"], include_ignored=False)
     upstream_diff = ""
     if previous is not None and previous["head_sha"] != head:
         round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff, tracked)
@@ -74,16 +75,18 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     paths = sorted(changed)[:MAX_FILES]
     paths += sorted({d.path for d in tracked if d.path and d.path not in changed})
     files = {p: await forge.file_text(p, head) for p in paths}
+    signals = await off_loop(store, store.signals, pr["id"], previous["number"] if previous else 0)
+    discussion = await off_loop(store, _discussion, store, pr["id"], previous)
+    next_key = await off_loop(store, store.next_key, pr["id"])
     ctx = RoundContext(
         repo=pr["repo"], number=pr["number"], round=number, head_sha=head,
         base_sha=pull.base_sha, pr_diff=pr_diff, round_diff=round_diff, files=files,
         title=pull.title, body=pull.body, tracked=tracked,
-        signals=store.signals(pr["id"], previous["number"] if previous else 0),
-        discussion=_discussion(store, pr["id"], previous), settings=settings,
+        signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
         patches=patches, upstream_diff=upstream_diff,
     )
-    return RoundInputs(ctx, pr["id"], number, int(store.next_key(pr["id"])[1:]))
+    return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 
 
 async def _pr_diff(forge: ForgeReader, pull: PullRequest) -> str:

@@ -17,6 +17,7 @@ from tracker.models import Decision, Defect, Finding, SignalKind
 
 from .. import render, summary
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
+from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
 
 __all__ = ["post_summary", "publish", "summary_body"]
@@ -36,7 +37,8 @@ async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
                   if kind == "new" and r == number}
     await _post_replies(forge, store, pr, number, plan, posted, record)
     await _resolve_threads(forge, store, pr, plan, record)
-    body = summary_body(store, pr["id"], number, head, plan, settings_error, record)
+    body = await off_loop(store, summary_body, store, pr["id"], number, head, plan,
+                          settings_error, record)
     await post_summary(forge, pr["number"], body, bot_logins)
     return record
 
@@ -71,12 +73,12 @@ async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: Rou
 
 async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan: RoundPlan,
                         posted: dict, record: RoundRecord) -> None:
-    defects = {d.key: d for d in store.defects(pr["id"])}
+    defects = {d.key: d for d in await off_loop(store, store.defects, pr["id"])}
     for decision in plan.decisions:
         defect = defects.get(decision.key)
         if defect is None or not _needs_reply(defect, decision):
             continue
-        root = store.thread_root(pr["id"], decision.key)
+        root = await off_loop(store, store.thread_root, pr["id"], decision.key)
         if root is None:
             continue
         reply_id = posted.get(("state", decision.key, number))  # posted before a crash
@@ -95,7 +97,7 @@ async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan
 async def _resolve_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
                            record: RoundRecord) -> None:
     keys = {d.key for d in plan.decisions if d.state is State.RESOLVED}
-    defects = [d for d in store.defects(pr["id"]) if d.key in keys
+    defects = [d for d in await off_loop(store, store.defects, pr["id"]) if d.key in keys
                and d.origin.value == "bot" and d.state is not State.RESOLVED]
     if not defects:
         return
@@ -104,7 +106,7 @@ async def _resolve_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPla
         for cid in thread.comment_ids:
             by_comment[cid] = thread
     for defect in defects:
-        root = store.thread_root(pr["id"], defect.key)
+        root = await off_loop(store, store.thread_root, pr["id"], defect.key)
         thread = by_comment.get(root["id"]) if root else None
         if thread is None:
             continue

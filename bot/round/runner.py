@@ -21,6 +21,7 @@ from .. import checks, metrics
 from ..forge import Forge
 from ..jobs import Job
 from ..review.engine import Engine
+from ..store.offload import off_loop
 from .commit import commit
 from .gather import gather, read_settings
 from .handover import close_superseded
@@ -57,38 +58,40 @@ class RoundRunner:
         settings, settings_error = await read_settings(forge, self.review_drafts)
         if pull.draft and not settings.review_drafts and not job.payload.get("force"):
             return "skipped: draft pull request"
-        pr = self.ledger.pull_request(job.repo, job.number, status="open",  # maybe reopened
-                                      installation_id=job.installation_id, title=pull.title,
-                                      author=pull.author)
+        db, ledger = self._db, self.ledger
+        pr = await db(ledger.pull_request, job.repo, job.number, status="open",  # maybe reopened
+                      installation_id=job.installation_id, title=pull.title,
+                      author=pull.author)
         async with self.serializer.hold(pr["id"]):
             started = self.clock()
             await close_superseded(forge, self.ledger, pr, pull.head_sha,
                                    bot_logins=self.bot_logins, bot_login=self.bot_login)
-            rnd = self.ledger.begin_round(pr["id"], pull.head_sha, pull.base_sha,
-                                          force=bool(job.payload.get("force")))
+            rnd = await db(ledger.begin_round, pr["id"], pull.head_sha, pull.base_sha,
+                           force=bool(job.payload.get("force")))
             if rnd["status"] == "complete":
                 return f"skipped: {pull.head_sha[:7]} was already reviewed in round {rnd['number']}"
             number = rnd["number"]
             await checks.start(forge, self.ledger, pr["id"], number, pull.head_sha)
             try:
-                saved = self.ledger.plan(pr["id"], number)
+                saved = await db(ledger.plan, pr["id"], number)
                 if saved is None:
                     inputs = await gather(forge, self.ledger, pr, pull, number, settings)
                     the_plan = await plan(self.engine, inputs)
                     metrics.LLM_TOKENS.labels(kind="prompt").inc(the_plan.usage.prompt_tokens)
                     metrics.LLM_TOKENS.labels(kind="completion").inc(
                         the_plan.usage.completion_tokens)
-                    self.ledger.save_plan(pr["id"], number, the_plan.to_json())
+                    await db(ledger.save_plan, pr["id"], number, the_plan.to_json())
                 else:
                     the_plan = RoundPlan.from_json(saved)
                 record = await publish(forge, self.ledger, pr, number, pull.head_sha, the_plan,
                                        bot_logins=self.bot_logins, settings_error=settings_error)
                 the_plan.posted = record
-                self.ledger.save_plan(pr["id"], number, the_plan.to_json())
-                commit(self.ledger, pr["id"], number, the_plan, record, bot_login=self.bot_login)
+                await db(ledger.save_plan, pr["id"], number, the_plan.to_json())
+                await db(commit, ledger, pr["id"], number, the_plan, record,
+                         bot_login=self.bot_login)
             except Exception as exc:  # visible in the ledger; the job retries or fails
-                self.ledger.finish_round(pr["id"], number, "failed",
-                                         error=f"{type(exc).__name__}: {exc}"[:500])
+                await db(ledger.finish_round, pr["id"], number, "failed",
+                         error=f"{type(exc).__name__}: {exc}"[:500])
                 await checks.fail(forge, self.ledger, pr["id"], number,
                                   f"{type(exc).__name__}: {exc}")
                 raise
@@ -100,6 +103,10 @@ class RoundRunner:
             metrics.ROUND_SECONDS.observe(self.clock() - started)
             return f"round {number} complete: {len(the_plan.new)} new"
 
-    def summary_body(self, pr_id: int, number: int, head: str,
-                     plan: RoundPlan | None = None) -> str:
-        return summary_body(self.ledger, pr_id, number, head, plan)
+    async def _db(self, fn, /, *args, **kwargs):
+        """A ledger call, off the event loop when the ledger is a network database."""
+        return await off_loop(self.ledger, fn, *args, **kwargs)
+
+    async def summary_body(self, pr_id: int, number: int, head: str,
+                           plan: RoundPlan | None = None) -> str:
+        return await self._db(summary_body, self.ledger, pr_id, number, head, plan)

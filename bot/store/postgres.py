@@ -85,8 +85,10 @@ MIGRATIONS: list[tuple[str, str]] = [
 BATCH = 8
 
 
-def migrate(pool: ConnectionPool, schema: str | None = None) -> list[str]:
-    """Apply the migrations not applied yet, under the migration lock; their names."""
+def migrate(pool: ConnectionPool, schema: str | None = None,
+            migrations: list[tuple[str, str]] | None = None) -> list[str]:
+    """Apply the ``migrations`` (the queue's by default) not applied yet, under the migration
+    lock; their names. The ledger's engine (``bot.store.ledger_postgres``) passes its own."""
     with pool.connection() as conn, conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", [MIGRATE_LOCK])
         if schema:
@@ -95,7 +97,7 @@ def migrate(pool: ConnectionPool, schema: str | None = None) -> list[str]:
                      "(name text primary key, applied_at timestamptz not null default now())")
         done = {r["name"] for r in conn.execute("select name from roundwise_migrations")}
         applied = []
-        for name, statements in MIGRATIONS:
+        for name, statements in MIGRATIONS if migrations is None else migrations:
             if name not in done:
                 conn.execute(statements)
                 conn.execute("insert into roundwise_migrations (name) values (%s)", [name])

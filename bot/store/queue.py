@@ -8,9 +8,11 @@ tracker's: webhook deliveries, jobs, per-PR leases and installations.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
@@ -23,6 +25,29 @@ FINISHED = ("done", "failed", "skipped")
 
 def is_postgres(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://"))
+
+
+def redact(target: str) -> str:
+    """A database URL without its password, for logs and messages."""
+    if "://" in target and "@" in target:
+        scheme, rest = target.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+    return target
+
+
+def split_schema(target: str) -> tuple[str, str | None]:
+    """A PostgreSQL URL without its ``schema=NAME`` query parameter (not one libpq knows), and
+    that name (None without one)."""
+    parts = urlsplit(target)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    if schema is None:
+        return target, None
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
+        raise ValueError(f"schema={schema!r}: a PostgreSQL schema name is letters, digits and _")
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit(parts._replace(query=rest)), schema
 
 
 def sqlite_path(target: str) -> str:

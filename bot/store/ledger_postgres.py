@@ -1,0 +1,534 @@
+"""The ledger on PostgreSQL: several ``roundwise serve`` replicas share one defect ledger.
+
+``PostgresLedgerStore`` implements ``tracker.store.LedgerStore`` with the same semantics and
+shapes as the SQLite ``tracker.ledger.Ledger`` (dict rows for PRs and rounds, typed defects and
+signals, ``LedgerError`` for what it cannot honour). It lives in ``bot`` because the tracker
+does no network I/O. psycopg 3 with a connection pool; methods are synchronous and the store
+says ``threaded``, so async callers run them off the event loop (``bot.store.offload``).
+
+``transaction()`` pins one pooled connection to the calling thread until the outermost block
+ends; nested blocks are savepoints, as with SQLite. ``record_round`` reads the PR's defects and
+their last states once, checks every decision in memory (``tracker.roundwrite``) and writes
+the round in a handful of batched statements. The schema is its own ordered migrations
+(``bot.store.ledger_schema``), applied under the same advisory lock as the queue's, so
+replicas starting together migrate once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from tracker.anchors import fingerprint as code_fingerprint
+from tracker.ledger import LedgerError, now
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
+from tracker.roundwrite import DEFECT_COLUMNS, apply_decisions, previous_state
+from tracker.store import dump_defects
+
+from .ledger_schema import LEDGER_MIGRATIONS
+from .postgres import migrate
+
+__all__ = ["LEDGER_MIGRATIONS", "PostgresLedgerStore"]
+
+#: a defect row with the ids of its comments, in one statement
+_DEFECTS = ("select d.*, coalesce((select array_agg(c.id order by c.id) from defect_comments c "
+            "where c.defect_id = d.id), '{}') as comment_ids from defects d ")
+
+
+def _defect(row: dict) -> Defect:
+    return Defect(
+        id=row["id"], key=row["key"], description=row["description"] or "",
+        origin=row["origin"], state=row["state"], raised_round=row["raised_round"],
+        state_round=row["state_round"], path=row["path"], line_start=row["line_start"],
+        line_end=row["line_end"], side=row["side"] or "RIGHT", fingerprint=row["fingerprint"],
+        code=row["code"], type=row["type"] or "F.2", severity=row["severity"] or "Normal",
+        confidence=row["confidence"] if row["confidence"] is not None else 0.5,
+        rule=row["rule"], author=row["author"], ignored=bool(row["ignored"]),
+        resolved_code=row["resolved_code"], comment_ids=list(row["comment_ids"] or []),
+        thread_node_id=row["thread_node_id"], anchor_sha=row["anchor_sha"])
+
+
+class PostgresLedgerStore:
+    """The defect ledger in PostgreSQL (see the module docstring). ``schema``: the schema its
+    tables live in (created when missing); the connection's search path otherwise."""
+
+    threaded = True
+
+    def __init__(self, conninfo: str, *, schema: str | None = None, max_size: int = 8):
+        kwargs: dict = {"autocommit": True, "row_factory": dict_row}
+        if schema:
+            kwargs["options"] = f"-c search_path={schema}"
+        self.pool = ConnectionPool(conninfo, kwargs=kwargs, min_size=1, max_size=max_size,
+                                   open=True, name="roundwise-ledger")
+        self._local = threading.local()
+        try:
+            self.migrated = migrate(self.pool, schema, LEDGER_MIGRATIONS)
+        except BaseException:
+            self.pool.close()
+            raise
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- connections and transactions -------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything inside commits together or not at all; nested blocks are savepoints.
+        The block's statements run on one connection, pinned to the calling thread."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            with conn.transaction():
+                yield
+            return
+        with self.pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def _conn(self):
+        """The thread's transaction connection, else a pooled one (autocommit)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self.pool.connection() as conn:
+            yield conn
+
+    def _all(self, query, params=()) -> list[dict]:
+        with self._conn() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def _one(self, query, params=()) -> dict | None:
+        with self._conn() as conn:
+            return conn.execute(query, params).fetchone()
+
+    def _run(self, query, params=()) -> int:
+        with self._conn() as conn:
+            return conn.execute(query, params).rowcount
+
+    def _update(self, table: str, row_id: int, fields: dict) -> None:
+        if not fields:
+            return
+        query = sql.SQL("update {} set {} where id = %s").format(
+            sql.Identifier(table),
+            sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in fields))
+        if not self._run(query, [*fields.values(), row_id]):
+            raise LedgerError(f"no row {row_id} in {table}")
+
+    # -- pull requests -----------------------------------------------------------------------
+
+    def pull_request(self, repo: str, number: int, **fields) -> dict:
+        """The PR's row, created on first use; ``fields`` (title, author...) update it."""
+        stamp = now()
+        with self.transaction():
+            self._run("insert into pull_requests (repo, number, created_at, updated_at) "
+                      "values (%s, %s, %s, %s) on conflict (repo, number) do nothing",
+                      [repo, number, stamp, stamp])
+            pr = self._one("select * from pull_requests where repo = %s and number = %s "
+                           "for update", [repo, number])
+            changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
+            if changes:
+                changes["updated_at"] = stamp
+                self._update("pull_requests", pr["id"], changes)
+                pr.update(changes)
+        return pr
+
+    def find_pull_request(self, repo: str, number: int) -> dict | None:
+        return self._one("select * from pull_requests where repo = %s and number = %s",
+                         [repo, number])
+
+    def pull_request_by_id(self, pr_id: int) -> dict | None:
+        return self._one("select * from pull_requests where id = %s", [pr_id])
+
+    def pull_requests(self, repo: str | None = None) -> list[dict]:
+        """Every PR (of ``repo``), by repository and number."""
+        if repo:
+            return self._all("select * from pull_requests where repo = %s order by number",
+                             [repo])
+        return self._all("select * from pull_requests order by repo, number")
+
+    def update_pull_request(self, pr_id: int, **fields) -> None:
+        self._update("pull_requests", pr_id, {**fields, "updated_at": now()})
+
+    def pr_number_for_check(self, repo: str, check_run_id: int | None,
+                            head_sha: str | None) -> int | None:
+        """The PR whose latest round posted this check run or reviewed this head."""
+        row = self._one(
+            "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
+            "where p.repo = %s and (r.check_run_id = %s or r.head_sha = %s) "
+            "order by r.id desc limit 1", [repo, check_run_id, head_sha])
+        return row["number"] if row else None
+
+    # -- rounds ------------------------------------------------------------------------------
+
+    def rounds(self, pr_id: int) -> list[dict]:
+        return self._all("select * from rounds where pr_id = %s order by number", [pr_id])
+
+    def round(self, pr_id: int, number: int) -> dict | None:
+        return self._one("select * from rounds where pr_id = %s and number = %s",
+                         [pr_id, number])
+
+    def update_round(self, round_id: int, **fields) -> None:
+        """Set a round's columns (its check run, what the check shows)."""
+        self._update("rounds", round_id, fields)
+
+    def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
+        if status:
+            return self._one("select * from rounds where pr_id = %s and status = %s "
+                             "order by number desc limit 1", [pr_id, status])
+        return self._one("select * from rounds where pr_id = %s order by number desc limit 1",
+                         [pr_id])
+
+    def current_round(self, pr_id: int) -> int:
+        """The number of the latest round started on the PR (0 before the first)."""
+        row = self._one("select max(number) as n from rounds where pr_id = %s", [pr_id])
+        return row["n"] or 0
+
+    def begin_round(self, pr_id: int, head_sha: str, base_sha: str | None = None,
+                    *, force: bool = False) -> dict:
+        """Start (or resume) the round that reviews ``head_sha`` (``Ledger.begin_round``)."""
+        with self.transaction():
+            # the PR's row lock: two replicas cannot both open the next round
+            self._one("select id from pull_requests where id = %s for update", [pr_id])
+            latest = self.last_round(pr_id, status=None)
+            if latest and latest["head_sha"] == head_sha and (
+                latest["status"] != "complete" or not force
+            ):
+                if latest["status"] != "complete":
+                    latest = self._one("update rounds set status = 'running', started_at = %s, "
+                                       "error = null where id = %s returning *",
+                                       [now(), latest["id"]])
+                return latest
+            number = (latest["number"] if latest else 0) + 1
+            row = self._one("insert into rounds (pr_id, number, head_sha, base_sha, status, "
+                            "started_at) values (%s, %s, %s, %s, 'running', %s) returning *",
+                            [pr_id, number, head_sha, base_sha, now()])
+            self.update_pull_request(pr_id, head_sha=head_sha)
+            return row
+
+    def finish_round(self, pr_id: int, number: int, status: str = "complete", **stats) -> None:
+        """Close a round: ``complete``, ``failed`` (with ``error``) or ``superseded``."""
+        if status not in ("complete", "failed", "superseded"):
+            raise LedgerError(f"a round ends complete or failed (or superseded), not {status!r}")
+        row = self.round(pr_id, number)
+        if row is None:
+            raise LedgerError(f"no round {number} on PR {pr_id}")
+        finished = datetime.now(UTC)
+        update = {"status": status, "finished_at": finished.isoformat(timespec="milliseconds")}
+        if row["started_at"]:
+            started = datetime.fromisoformat(row["started_at"])
+            update["seconds"] = round((finished - started).total_seconds(), 3)
+        update.update(stats)
+        with self.transaction():
+            self._update("rounds", row["id"], update)
+            if status == "complete":
+                self.update_pull_request(pr_id, last_reviewed_sha=row["head_sha"])
+
+    def add_usage(self, pr_id: int, number: int, prompt_tokens: int = 0,
+                  completion_tokens: int = 0, cost: float = 0.0) -> None:
+        """Add LLM token counts and cost to a round's totals."""
+        self._run("update rounds set prompt_tokens = coalesce(prompt_tokens, 0) + %s, "
+                  "completion_tokens = coalesce(completion_tokens, 0) + %s, "
+                  "cost = coalesce(cost, 0) + %s where pr_id = %s and number = %s",
+                  [prompt_tokens, completion_tokens, cost, pr_id, number])
+
+    def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
+        """Keep a round's computed plan until the round completes."""
+        self._run("update rounds set plan = %s where pr_id = %s and number = %s",
+                  [json.dumps(plan), pr_id, number])
+
+    def plan(self, pr_id: int, number: int) -> dict | None:
+        row = self.round(pr_id, number)
+        return json.loads(row["plan"]) if row and row.get("plan") else None
+
+    # -- defects -----------------------------------------------------------------------------
+
+    def defects(self, pr_id: int, *, include_ignored: bool = True) -> list[Defect]:
+        """Every defect of the PR, in the order they were raised (D1, D2, ...)."""
+        where = "where d.pr_id = %s" + ("" if include_ignored else " and d.ignored = 0")
+        return [_defect(r) for r in self._all(_DEFECTS + where + " order by d.id", [pr_id])]
+
+    def defect(self, pr_id: int, key: str) -> Defect:
+        row = self._one(_DEFECTS + "where d.pr_id = %s and d.key = %s", [pr_id, key.upper()])
+        if row is None:
+            raise LedgerError(f"no defect {key} on this pull request")
+        return _defect(row)
+
+    def defect_by_comment(self, pr_id: int, comment_id: int) -> Defect | None:
+        """The defect a GitHub comment (or a reply to it) belongs to."""
+        row = self._one(_DEFECTS + "join defect_comments k on k.defect_id = d.id "
+                        "where d.pr_id = %s and k.id = %s", [pr_id, comment_id])
+        return _defect(row) if row else None
+
+    def defect_by_thread(self, pr_id: int, node_id: str) -> Defect | None:
+        row = self._one(_DEFECTS + "where d.pr_id = %s and d.thread_node_id = %s "
+                        "order by d.id limit 1", [pr_id, node_id])
+        return _defect(row) if row else None
+
+    def next_key(self, pr_id: int, offset: int = 0) -> str:
+        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
+        count = self._one("select count(*) as n from defects where pr_id = %s", [pr_id])["n"]
+        return f"D{count + 1 + offset}"
+
+    def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
+                   code: str | None = None, evidence: str = "", rule: str = "raised",
+                   key: str | None = None, anchor_sha: str | None = None) -> Defect:
+        """Track a new finding as defect ``D<n>``, New at ``round_number``."""
+        return self._add_defects(pr_id, [(finding, code)], [key], round_number, anchor_sha,
+                                 evidence=evidence, rule=rule)[0]
+
+    def _add_defects(self, pr_id: int, findings: list[tuple[Finding, str | None]],
+                     keys: list[str | None], round_number: int, anchor_sha: str | None,
+                     *, evidence: str = "", rule: str = "raised") -> list[Defect]:
+        """Insert new defects with their first history rows and comments, batched."""
+        if not findings:
+            return []
+        stamp = now()
+        with self.transaction(), self._conn() as conn:
+            count = conn.execute("select count(*) as n from defects where pr_id = %s",
+                                 [pr_id]).fetchone()["n"]
+            rows = []
+            for i, ((finding, code), key) in enumerate(zip(findings, keys, strict=True)):
+                expected = f"D{count + 1 + i}"
+                if key is not None and key != expected:
+                    raise LedgerError(f"cannot add {key}: the next free key is {expected}")
+                rows.append([pr_id, expected, str(finding.origin), finding.author, finding.path,
+                             finding.line_start, finding.line_end, finding.side, code,
+                             code_fingerprint(code) if code else None,
+                             finding.recorded_description(), finding.type, finding.severity,
+                             finding.confidence, finding.rule, State.NEW.value, round_number,
+                             round_number, anchor_sha, stamp, stamp])
+            columns = ("pr_id, key, origin, author, path, line_start, line_end, side, code, "
+                       "fingerprint, description, type, severity, confidence, rule, state, "
+                       "state_round, raised_round, anchor_sha, created_at, updated_at")
+            ids = {r["key"]: r["id"] for r in conn.execute(
+                f"insert into defects ({columns}) select * from unnest("
+                "%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::int[], "
+                "%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+                "%s::text[], %s::float8[], %s::text[], %s::text[], %s::int[], %s::int[], "
+                "%s::text[], %s::text[], %s::text[]) returning id, key",
+                [list(col) for col in zip(*rows, strict=True)]).fetchall()}
+            history, comments = [], []
+            for (finding, _code), row in zip(findings, rows, strict=True):
+                pk = ids[row[1]]
+                by = DecidedBy.HUMAN if finding.origin is Origin.HUMAN else DecidedBy.RULE
+                history.append([pk, round_number, str(State.NEW), rule,
+                                evidence or f"raised by {finding.author or finding.origin}",
+                                str(by), stamp])
+                if finding.comment_id is not None:
+                    comments.append([finding.comment_id, pk, "review_comment", finding.author,
+                                     finding.description, None, None, 0, stamp])
+            with conn.cursor() as cur:
+                cur.executemany("insert into state_history (defect_id, round, state, rule, "
+                                "evidence, decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)",
+                                history)
+                if comments:
+                    cur.executemany(self._ATTACH, comments)
+            created = conn.execute(_DEFECTS + "where d.id = any(%s) order by d.id",
+                                   [list(ids.values())]).fetchall()
+        return [_defect(r) for r in created]
+
+    def previous_state(self, defect: Defect, round_number: int) -> State | None:
+        """The state a defect ended round ``round_number - 1`` in (None if not raised yet)."""
+        row = self._one("select state, round from state_history where defect_id = %s "
+                        "and round < %s order by round desc, id desc limit 1",
+                        [defect.id, round_number])
+        return previous_state((row["state"], row["round"]) if row else None, round_number)
+
+    def record_decision(self, pr_id: int, round_number: int, decision: Decision,
+                        head_sha: str | None = None) -> Defect:
+        """Store one decision after checking the lifecycle allows it."""
+        self.record_round(pr_id, round_number, [decision], head_sha=head_sha)
+        return self.defect(pr_id, decision.key)
+
+    def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
+                     new_findings: Iterable[tuple[Finding, str | None]] = (),
+                     keys: Iterable[str | None] | None = None,
+                     head_sha: str | None = None) -> list[Defect]:
+        """Store a whole round at once, all or nothing: one read of the PR's defects and
+        their last states, the decisions checked in memory, then batched writes."""
+        decisions = list(decisions)
+        new_findings = list(new_findings)
+        keys = list(keys) if keys is not None else [None] * len(new_findings)
+        with self.transaction(), self._conn() as conn:
+            if decisions:
+                rows = {r["key"]: r for r in conn.execute(
+                    "select * from defects where pr_id = %s for update", [pr_id])}
+                last = {r["defect_id"]: (r["state"], r["round"]) for r in conn.execute(
+                    "select distinct on (h.defect_id) h.defect_id, h.state, h.round "
+                    "from state_history h join defects d on d.id = h.defect_id "
+                    "where d.pr_id = %s and h.round < %s "
+                    "order by h.defect_id, h.round desc, h.id desc", [pr_id, round_number])}
+                changed, history = apply_decisions(rows, last, round_number, decisions,
+                                                   head_sha, now())
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "update defects set " + ", ".join(f"{c} = %s" for c in DEFECT_COLUMNS)
+                        + " where id = %s",
+                        [[r[c] for c in DEFECT_COLUMNS] + [r["id"]] for r in changed])
+                    cur.executemany(
+                        "insert into state_history (defect_id, round, state, rule, evidence, "
+                        "decided_by, at) values (%(defect_id)s, %(round)s, %(state)s, "
+                        "%(rule)s, %(evidence)s, %(decided_by)s, %(at)s)", history)
+            return self._add_defects(pr_id, new_findings, keys, round_number, head_sha)
+
+    def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:
+        """Stop reporting a defect (``/roundwise ignore``); its history stays."""
+        defect = self.defect(pr_id, key)
+        with self.transaction():
+            self._update("defects", defect.id, {"ignored": 1, "updated_at": now()})
+            self._history(defect.id, round_number, defect.state, "ignored",
+                          f"ignored by {by}", DecidedBy.HUMAN)
+        return self.defect(pr_id, key)
+
+    def set_description(self, pr_id: int, key: str, description: str) -> Defect:
+        """A person edited the comment that raised a defect: its description follows."""
+        defect = self.defect(pr_id, key)
+        self._update("defects", defect.id, {"description": description})
+        return self.defect(pr_id, key)
+
+    def history(self, pr_id: int, key: str) -> list[dict]:
+        """Every decision taken on a defect, oldest first."""
+        defect = self.defect(pr_id, key)
+        return self._all("select * from state_history where defect_id = %s order by id",
+                         [defect.id])
+
+    def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
+        """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
+        out: dict[str, dict[int, str]] = {}
+        for row in self._all("select d.key, h.round, h.state from state_history h join "
+                             "defects d on d.id = h.defect_id where d.pr_id = %s order by h.id",
+                             [pr_id]):
+            out.setdefault(row["key"], {})[row["round"]] = row["state"]
+        return out
+
+    def dump(self, pr_id: int) -> Iterator[dict]:
+        """Every defect as a plain dict with its history, for JSON output."""
+        return dump_defects(self, pr_id)
+
+    def _history(self, defect_id: int, round_number: int, state: State, rule: str,
+                 evidence: str, decided_by: DecidedBy) -> None:
+        self._run("insert into state_history (defect_id, round, state, rule, evidence, "
+                  "decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)",
+                  [defect_id, round_number, str(state), rule, evidence, str(decided_by), now()])
+
+    # -- signals, comments, threads -----------------------------------------------------------
+
+    def add_signal(self, pr_id: int, defect: Defect, round_number: int, signal: Signal) -> None:
+        """Remember a person's action on a defect, for the next round's decisions."""
+        self._run("insert into signals (pr_id, defect_id, round, kind, author, body, "
+                  "comment_id, at) values (%s, %s, %s, %s, %s, %s, %s, %s)",
+                  [pr_id, defect.id, round_number, str(signal.kind), signal.author, signal.body,
+                   signal.comment_id, now()])
+
+    def signals(self, pr_id: int, since_round: int) -> list[Signal]:
+        """Signals recorded at round ``since_round`` or later, oldest first."""
+        rows = self._all("select s.*, d.key from signals s join defects d on d.id = s.defect_id "
+                         "where s.pr_id = %s and s.round >= %s order by s.id",
+                         [pr_id, since_round])
+        return [Signal(kind=r["kind"], defect_key=r["key"], author=r["author"],
+                       body=r["body"] or "", comment_id=r["comment_id"]) for r in rows]
+
+    _ATTACH = """
+        insert into defect_comments (id, defect_id, kind, author, body, in_reply_to, node_id,
+                                     posted_by_bot, created_at)
+        values (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+        on conflict (id) do update set defect_id = excluded.defect_id, kind = excluded.kind,
+            author = excluded.author, body = excluded.body, in_reply_to = excluded.in_reply_to,
+            node_id = excluded.node_id, posted_by_bot = excluded.posted_by_bot,
+            created_at = excluded.created_at
+    """
+
+    def attach_comment(self, defect_id: int, comment_id: int, *, kind: str = "review_comment",
+                       author: str | None = None, body: str | None = None,
+                       in_reply_to: int | None = None, node_id: str | None = None,
+                       posted_by_bot: bool = False) -> None:
+        """Remember that a GitHub comment belongs to a defect's thread (idempotent)."""
+        self._run(self._ATTACH, [comment_id, defect_id, kind, author, body, in_reply_to,
+                                 node_id, int(posted_by_bot), now()])
+
+    def comments(self, pr_id: int, key: str) -> list[dict]:
+        defect = self.defect(pr_id, key)
+        return self._all("select * from defect_comments where defect_id = %s order by id",
+                         [defect.id])
+
+    def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
+        """People's (not the bot's) comments on the PR's defects from ``since`` on."""
+        return self._all(
+            "select d.key, c.author, c.body from defect_comments c join defects d "
+            "on d.id = c.defect_id where d.pr_id = %s and c.posted_by_bot = 0 "
+            "and c.created_at >= %s order by c.id", [pr_id, since or ""])
+
+    def thread_root(self, pr_id: int, key: str) -> dict | None:
+        """The top-level review comment of a defect's thread, if it has one."""
+        for row in self.comments(pr_id, key):
+            if row["kind"] == "review_comment" and not row["in_reply_to"]:
+                return row
+        return None
+
+    def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
+        defect = self.defect(pr_id, key)
+        self._update("defects", defect.id, {"thread_node_id": node_id})
+
+    # -- live verdicts (tracker.verdicts) ----------------------------------------------------
+
+    def defect_activity(self, defect_id: int) -> dict[str, list[dict]]:
+        """A defect's history, signals and comments rows, each oldest first."""
+        with self._conn() as conn:
+            return {table: conn.execute(
+                sql.SQL("select * from {} where defect_id = %s order by id").format(
+                    sql.Identifier(table)), [defect_id]).fetchall()
+                for table in ("state_history", "signals", "defect_comments")}
+
+    def replace_verdicts(self, pr_id: int, rows: list[dict]) -> None:
+        """Replace one PR's verdict rows."""
+        with self.transaction(), self._conn() as conn:
+            conn.execute("delete from verdicts where pr_id = %s", [pr_id])
+            if rows:
+                columns = list(rows[0])
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        sql.SQL("insert into verdicts ({}) values ({})").format(
+                            sql.SQL(", ").join(map(sql.Identifier, columns)),
+                            sql.SQL(", ").join(sql.Placeholder(c) for c in columns)), rows)
+
+    def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
+        """Verdicts counted per repository, kind, transition and verdict."""
+        where, args = ["true"], []
+        if repo:
+            where.append("p.repo = %s")
+            args.append(repo)
+        if since:
+            where.append("v.decided_at >= %s")
+            args.append(since)
+        return self._all(
+            "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
+            "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
+            " group by p.repo, v.kind, v.transition, v.verdict "
+            "order by p.repo, v.kind, v.transition", args)
+
+    # -- health ------------------------------------------------------------------------------
+
+    def heartbeat(self) -> None:
+        """Write one row (``/healthz``: the database takes writes); raises when it cannot."""
+        self._run("insert into heartbeat (id, at) values (1, %s) "
+                  "on conflict (id) do update set at = excluded.at", [now()])
