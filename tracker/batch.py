@@ -73,6 +73,6 @@ def apply_decisions(rows: dict[str, dict], last: dict[int, tuple[str, int]],
         evidence = decision.evidence
         if decision.signals:
             evidence += " | signals: " + "; ".join(decision.signals)
-        history.append((row["id"], round_number, str(state), decision.rule, evidence,
-                        str(decision.decided_by), stamp))
+        history.append((row["id"], round_number, state.value, decision.rule, evidence,
+                        decision.decided_by.value, stamp))
     return list(changed.values()), history

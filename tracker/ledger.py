@@ -361,14 +361,14 @@ class Ledger:
         last state before the round, one batched update, one batched insert of history."""
         if not decisions:
             return
-        keys = json.dumps(sorted({d.key.upper() for d in decisions}))
+        keys = {d.key.upper() for d in decisions}
+        one = " and d.key = ?" if len(keys) == 1 else ""  # else the whole PR, read at once
         rows, last = {}, {}
         for row in self._rows(
             "select d.*, h.state as _last_state, h.round as _last_round from defects d "
             "left join state_history h on h.id = (select s.id from state_history s "
             "where s.defect_id = d.id and s.round < ? order by s.round desc, s.id desc limit 1) "
-            "where d.pr_id = ? and d.key in (select value from json_each(?))",
-            [round_number, pr_id, keys],
+            f"where d.pr_id = ?{one}", [round_number, pr_id, *(keys if one else ())],
         ):
             state, number = row.pop("_last_state"), row.pop("_last_round")
             if state is not None:
