@@ -104,23 +104,25 @@ class Ledger:
 
     def pull_request(self, repo: str, number: int, **fields) -> dict:
         """The PR's row, created on first use; ``fields`` (title, author...) update it."""
-        rows = list(self.db["pull_requests"].rows_where("repo = ? and number = ?", [repo, number]))
+        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
+                          [repo, number])
         stamp = now()
         if rows:
             pr = rows[0]
             changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
             if changes:
                 changes["updated_at"] = stamp
-                self.db["pull_requests"].update(pr["id"], changes)
+                self._update("pull_requests", pr["id"], changes)
                 pr.update(changes)
             return pr
         row = {"repo": repo, "number": number, "created_at": stamp, "updated_at": stamp}
         row.update({k: v for k, v in fields.items() if v is not None})
-        pk = self.db["pull_requests"].insert(row).last_pk
+        pk = self._insert("pull_requests", row)
         return self._get("pull_requests", pk)
 
     def find_pull_request(self, repo: str, number: int) -> dict | None:
-        rows = list(self.db["pull_requests"].rows_where("repo = ? and number = ?", [repo, number]))
+        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
+                          [repo, number])
         return rows[0] if rows else None
 
     def update_pull_request(self, pr_id: int, **fields) -> None:
@@ -132,8 +134,8 @@ class Ledger:
 
     def pull_requests(self, repo: str | None = None) -> list[dict]:
         """Every PR (of ``repo``), by repository and number."""
-        where, args = ("repo = ?", [repo]) if repo else (None, None)
-        return list(self.db["pull_requests"].rows_where(where, args, order_by="repo, number"))
+        where, args = (" where repo = ?", [repo]) if repo else ("", [])
+        return self._rows(f"select * from pull_requests{where} order by repo, number", args)
 
     def pr_number_for_check(self, repo: str, check_run_id: int | None,
                             head_sha: str | None) -> int | None:
@@ -147,7 +149,7 @@ class Ledger:
     # -- rounds ------------------------------------------------------------------------------
 
     def rounds(self, pr_id: int) -> list[dict]:
-        return list(self.db["rounds"].rows_where("pr_id = ?", [pr_id], order_by="number"))
+        return self._rows("select * from rounds where pr_id = ? order by number", [pr_id])
 
     def round(self, pr_id: int, number: int) -> dict | None:
         rows = self._rows("select * from rounds where pr_id = ? and number = ?", [pr_id, number])
@@ -399,7 +401,7 @@ class Ledger:
         """Stop reporting a defect (``/roundwise ignore``); its history stays."""
         defect = self.defect(pr_id, key)
         with self.transaction():
-            self.db["defects"].update(defect.id, {"ignored": 1, "updated_at": now()})
+            self._update("defects", defect.id, {"ignored": 1, "updated_at": now()})
             self._history(defect.id, round_number, defect.state, "ignored",
                           f"ignored by {by}", DecidedBy.HUMAN)
         return self.defect(pr_id, key)
@@ -407,8 +409,8 @@ class Ledger:
     def history(self, pr_id: int, key: str) -> list[dict]:
         """Every decision taken on a defect, oldest first."""
         defect = self.defect(pr_id, key)
-        return list(self.db["state_history"].rows_where("defect_id = ?", [defect.id],
-                                                       order_by="id"))
+        return self._rows("select * from state_history where defect_id = ? order by id",
+                          [defect.id])
 
     def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
         """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
@@ -425,11 +427,11 @@ class Ledger:
 
     def add_signal(self, pr_id: int, defect: Defect, round_number: int, signal: Signal) -> None:
         """Remember a person's action on a defect, for the next round's decisions."""
-        self.db["signals"].insert(
-            {"pr_id": pr_id, "defect_id": defect.id, "round": round_number,
-             "kind": str(signal.kind), "author": signal.author, "body": signal.body,
-             "comment_id": signal.comment_id, "at": now()}
-        )
+        self._insert("signals", {
+            "pr_id": pr_id, "defect_id": defect.id, "round": round_number,
+            "kind": str(signal.kind), "author": signal.author, "body": signal.body,
+            "comment_id": signal.comment_id, "at": now(),
+        })
 
     def signals(self, pr_id: int, since_round: int) -> list[Signal]:
         """Signals recorded at round ``since_round`` or later, oldest first."""
@@ -576,10 +578,14 @@ class Ledger:
         return self.db.execute(sql, list(row.values())).lastrowid
 
     def _update(self, table: str, pk, fields: dict) -> None:
-        """Set ``fields`` of one row (by ``id``) in plain SQL."""
-        if fields:
-            sets = ", ".join(f"[{c}] = ?" for c in fields)
-            self.db.execute(f"update [{table}] set {sets} where id = ?", [*fields.values(), pk])
+        """Set ``fields`` of one row (by ``id``) in plain SQL; the row must exist."""
+        if not fields:
+            return
+        sets = ", ".join(f"[{c}] = ?" for c in fields)
+        cursor = self.db.execute(f"update [{table}] set {sets} where id = ?",
+                                 [*fields.values(), pk])
+        if cursor.rowcount == 0:
+            raise LedgerError(f"no row {pk!r} in {table}")
 
     def _defect(self, row: dict, comment_ids: list[int] | None = None) -> Defect:
         if comment_ids is None:
