@@ -367,7 +367,8 @@ class Ledger:
         one = " and d.key = ?" if len(keys) == 1 else ""  # else the whole PR, read at once
         rows, last = {}, {}
         for row in self._rows(
-            "select d.*, h.state as _last_state, h.round as _last_round from defects d "
+            f"select {', '.join(f'd.{c}' for c in ('id', 'key', 'raised_round', *WRITTEN))}, "
+            "h.state as _last_state, h.round as _last_round from defects d "
             "left join state_history h on h.id = (select s.id from state_history s "
             "where s.defect_id = d.id and s.round < ? order by s.round desc, s.id desc limit 1) "
             f"where d.pr_id = ?{one}", [round_number, pr_id, *(keys if one else ())],
