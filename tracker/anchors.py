@@ -355,13 +355,13 @@ def excerpt(text: str | None, start: int, end: int) -> list[str]:
     return list(file_lines(text)[max(start - 1, 0) : max(end, 0)])
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=64)
 def file_lines(text: str) -> tuple[str, ...]:
     """A file's lines (``str.splitlines``), split once however many defects read them."""
     return tuple(text.splitlines())
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=64)
 def _normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
     """A file's non-blank lines as (line number, normalised text), and where (index into that
     list) each normalised line occurs."""

@@ -158,7 +158,7 @@ def lines_of(text: str | None, start: int, end: int) -> str:
     return "\n".join(_split(text)[max(start - 1, 0) : max(end, 0)])
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=64)
 def _split(text: str) -> tuple[str, ...]:
     """A file's text split at newlines, once however many defects read it."""
     return tuple(text.split("\n"))
