@@ -270,6 +270,7 @@ class DiffMap:
                 self.new_files[fm.new_path] = fm
         self.renames: dict[str, str] = {}  # old path -> new path, found by similarity
         self._pair_renames()
+        self._mapped: dict[Anchor, Mapped] = {}
 
     def _pair_renames(self) -> None:
         """Pair deleted files with added files whose text is alike, as ``git diff -M`` does,
@@ -318,7 +319,13 @@ class DiffMap:
         return set(self.files) | set(self.new_files)
 
     def map(self, anchor: Anchor) -> Mapped:
-        """Map an anchor on the old side of the diff to the new side."""
+        """Map an anchor on the old side of the diff to the new side (once per anchor: the
+        defects of one function share its scope). Treat the answer as read-only."""
+        if (known := self._mapped.get(anchor)) is None:
+            known = self._mapped[anchor] = self._map(anchor)
+        return known
+
+    def _map(self, anchor: Anchor) -> Mapped:
         fm = self.files.get(anchor.path)
         if fm is None:
             if anchor.path in self.new_files and self.new_files[anchor.path].added_file:
