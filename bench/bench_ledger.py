@@ -1,27 +1,60 @@
-"""Benchmark: the cost of one round's ledger update for PRs with 10, 100 and 1,000 defects.
+"""Benchmark: one round's ledger update against a raw-SQL reference doing the same work.
 
 Each PR has its defects spread over 20 files; every round edits a tenth of the anchored lines
-and adds lines at the top of each file, so anchors move and some defects resolve. One round's
-cost is decide_round (map every anchor, decide) plus record_round (one transaction writing
-every decision) on a real SQLite file. Prints the median and p90 milliseconds per round.
+and adds lines at the top of each file, so anchors move and some defects resolve. Per round it
+times decide (read the defects and signals, map every anchor, decide) and write (``record_round``,
+one transaction), then hands the same decisions to a reference that does the same reads (the
+PR's defects and each one's last state) and the same writes (batched updates and history rows,
+one transaction) in plain SQL. The two databases are compared after the last round. Prints the
+median milliseconds per round and the ratios write/reference and (decide + write)/reference.
 
-    python -m bench.bench_ledger [--rounds 7]
+    python -m bench.bench_ledger [--rounds 7] [--sizes 10,100,1000,10000]
+                                 [--db sqlite | --db postgresql://127.0.0.1:5432/test]
+
+The PostgreSQL ledger comes from ``bot.store.open_ledger_store``; its reference runs with
+psycopg 3 in a fresh schema that is dropped afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
+import sys
 import tempfile
 import time
+import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 from bench.diffs import git_diff
+from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round
-from tracker.ledger import Ledger
-from tracker.models import Finding
+from tracker.ledger import Ledger, now
+from tracker.models import Decision, Defect, Finding
 
 FILES = 20
+SIZES = (10, 100, 1000, 10000)
+
+#: the defect columns a round's decisions change, as the reference writes them back
+WRITTEN = ("state", "state_round", "updated_at", "path", "line_start", "line_end", "anchor_sha",
+           "code", "fingerprint", "resolved_code")
+COMPARED = ("key", "state", "state_round", "path", "line_start", "line_end", "code",
+            "fingerprint", "resolved_code")
+
+REFERENCE_DDL = """
+create table defects (id integer primary key, pr_id integer not null, key text not null,
+    origin text, author text, path text, line_start integer, line_end integer, side text,
+    fingerprint text, code text, resolved_code text, description text, type text,
+    severity text, confidence real, rule text, state text, state_round integer,
+    raised_round integer, ignored integer, thread_node_id text, created_at text,
+    updated_at text, anchor_sha text);
+create unique index defects_pr_key on defects (pr_id, key);
+create table state_history ({id}, defect_id integer not null references defects (id),
+    round integer not null, state text not null, rule text, evidence text,
+    decided_by text not null, at text);
+create index state_history_defect_round on state_history (defect_id, round);
+"""
 
 
 def make_files(defects: int, round_number: int) -> dict[str, str]:
@@ -36,20 +69,177 @@ def make_files(defects: int, round_number: int) -> dict[str, str]:
     return files
 
 
-def run(defects: int, rounds: int) -> list[float]:
-    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "bench.db") as ledger:
-        pr = ledger.pull_request("bench/repo", defects)["id"]
+# -- the reference: the same reads and writes in plain SQL -------------------------------------
+
+
+class Reference:
+    """The work of one round's ledger update and nothing else, on its own database."""
+
+    param = "?"
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def sql(self, text: str) -> str:
+        return text.replace("?", self.param)
+
+    def seed(self, pr_id: int, defects: list[Defect]) -> None:
+        cur = self.conn.cursor()
+        cur.executemany(self.sql(
+            "insert into defects (id, pr_id, key, origin, path, line_start, line_end, side, "
+            "fingerprint, code, description, state, state_round, raised_round, ignored) "
+            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"),
+            [(d.id, pr_id, d.key, str(d.origin), d.path, d.line_start, d.line_end, d.side,
+              d.fingerprint, d.code, d.description, str(d.state), d.state_round,
+              d.raised_round) for d in defects])
+        cur.executemany(self.sql(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) values (?, ?, ?, 'raised', 'raised', 'rule', ?)"),
+            [(d.id, d.raised_round, str(d.state), now()) for d in defects])
+        self.conn.commit()
+
+    def write_round(self, pr_id: int, round_number: int, decisions: list[Decision]) -> None:
+        """Read the PR's defects with their last state before the round, then write every
+        decision: one batched update of the defects, one batched insert of history rows."""
+        cur = self.conn.cursor()
+        cur.execute(self.sql(
+            "select d.id, d.key, d.state, d.state_round, d.raised_round, d.path, d.line_start, "
+            "d.line_end, d.anchor_sha, d.code, d.fingerprint, d.resolved_code, h.state, h.round "
+            "from defects d left join state_history h on h.id = (select s.id from state_history "
+            "s where s.defect_id = d.id and s.round < ? order by s.round desc, s.id desc "
+            "limit 1) where d.pr_id = ?"), [round_number, pr_id])
+        rows = {r[1]: list(r) for r in cur.fetchall()}
+        stamp = now()
+        history = []
+        for d in decisions:
+            row = rows[d.key]
+            if d.state == "Resolved" and row[2] != "Resolved":
+                row[11] = row[9]
+            row[2:4] = [d.state.value, round_number]
+            if d.path is not None and d.line_start is not None:
+                row[5:8] = [d.path, d.line_start, d.line_end]
+            if d.code is not None:
+                row[9:11] = [d.code, fingerprint(d.code)]
+            evidence = d.evidence + (" | signals: " + "; ".join(d.signals) if d.signals else "")
+            history.append((row[0], round_number, d.state.value, d.rule, evidence,
+                            d.decided_by.value, stamp))
+        cur.executemany(self.sql(
+            "update defects set state = ?, state_round = ?, updated_at = ?, path = ?, "
+            "line_start = ?, line_end = ?, anchor_sha = ?, code = ?, fingerprint = ?, "
+            "resolved_code = ? where id = ?"),
+            [(r[2], r[3], stamp, r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[0])
+             for r in (rows[d.key] for d in decisions)])
+        cur.executemany(self.sql(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) values (?, ?, ?, ?, ?, ?, ?)"), history)
+        self.conn.commit()
+
+    def snapshot(self, pr_id: int) -> tuple[list[tuple], dict[str, dict[int, str]]]:
+        """The PR's defects (``COMPARED`` columns) and ``{key: {round: last state}}``."""
+        cur = self.conn.cursor()
+        cur.execute(self.sql(f"select {', '.join(COMPARED)} from defects where pr_id = ? "
+                             "order by id"), [pr_id])
+        rows = [tuple(r) for r in cur.fetchall()]
+        cur.execute(self.sql("select d.key, h.round, h.state from state_history h join defects "
+                             "d on d.id = h.defect_id where d.pr_id = ? order by h.id"), [pr_id])
+        states: dict[str, dict[int, str]] = {}
+        for key, number, state in cur.fetchall():
+            states.setdefault(key, {})[number] = state
+        return rows, states
+
+
+class SqliteBackend:
+    """The SQLite ledger in a temporary file; the reference in another, same pragmas."""
+
+    name = "sqlite"
+
+    def __init__(self, stack: ExitStack):
+        self.dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+
+    def ledger(self, size: int):
+        return Ledger(self.dir / f"ledger-{size}.db")
+
+    def reference(self, stack: ExitStack, size: int) -> Reference:
+        import sqlite3
+
+        conn = sqlite3.connect(self.dir / f"reference-{size}.db")
+        stack.callback(conn.close)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(REFERENCE_DDL.format(id="id integer primary key"))
+        return Reference(conn)
+
+
+class PostgresBackend:
+    """The PostgreSQL ledger (``bot.store.open_ledger_store``) and a psycopg 3 reference,
+    each in a fresh schema dropped at the end."""
+
+    name = "postgresql"
+
+    def __init__(self, stack: ExitStack, target: str):
+        try:
+            from bot.store import open_ledger_store
+        except ImportError:
+            sys.exit("bench_ledger: this branch has no PostgreSQL ledger "
+                     "(bot.store.open_ledger_store); run with --db sqlite")
+        import psycopg
+
+        self.open, self.target, self.stack = open_ledger_store, target, stack
+        self.admin = psycopg.connect(target, autocommit=True)
+        stack.callback(self.admin.close)
+
+    def _schema(self, stack: ExitStack, what: str) -> str:
+        schema = f"bench_{what}_{uuid.uuid4().hex[:8]}"
+        self.admin.execute(f"create schema {schema}")
+        stack.callback(self.admin.execute, f"drop schema {schema} cascade")
+        return schema
+
+    def ledger(self, size: int):
+        if "schema" in inspect.signature(self.open).parameters:
+            return self.open(self.target, schema=self._schema(self.stack, "ledger"))
+        print("note: open_ledger_store takes no schema; the ledger runs in the target's own",
+              file=sys.stderr)
+        return self.open(self.target)
+
+    def reference(self, stack: ExitStack, size: int) -> Reference:
+        import psycopg
+
+        schema = self._schema(stack, "reference")
+        conn = psycopg.connect(self.target, options=f"-c search_path={schema}")
+        stack.callback(conn.close)
+        conn.execute(REFERENCE_DDL.format(id="id bigserial primary key"))
+        conn.commit()
+        ref = Reference(conn)
+        ref.param = "%s"
+        return ref
+
+
+# -- one size --------------------------------------------------------------------------------
+
+
+def seed(ledger, defects: int, files: dict[str, str]) -> int:
+    pr = ledger.pull_request(f"bench/{uuid.uuid4().hex[:8]}", defects)["id"]
+    ledger.begin_round(pr, "h0")
+    with ledger.transaction():
+        for n in range(defects):
+            f, i = n % FILES, (n // FILES) * 3
+            path = f"pkg/mod_{f}.py"
+            ledger.add_defect(pr, Finding(f"problem {n}", path, i + 1, i + 1), 0,
+                              code=files[path].splitlines()[i])
+    ledger.finish_round(pr, 1)
+    return pr
+
+
+def run(backend, defects: int, rounds: int) -> dict[str, list[float]]:
+    """Milliseconds per round: ``decide``, ``write`` and ``reference``."""
+    times: dict[str, list[float]] = {"decide": [], "write": [], "reference": []}
+    with ExitStack() as stack:
+        ledger = backend.ledger(defects)
+        stack.callback(ledger.close)
+        ref = backend.reference(stack, defects)
         files = make_files(defects, 0)
-        ledger.begin_round(pr, "h0")
-        per_file = max(defects // FILES, 1)
-        with ledger.transaction():
-            for n in range(defects):
-                f, i = n % FILES, (n // FILES) * 3
-                path = f"pkg/mod_{f}.py"
-                ledger.add_defect(pr, Finding(f"problem {n}", path, i + 1, i + 1), 0,
-                                  code=files[path].splitlines()[i])
-        ledger.finish_round(pr, 1)
-        timings = []
+        pr = seed(ledger, defects, files)
+        ref.seed(pr, ledger.defects(pr))
         for r in range(1, rounds + 1):
             new = make_files(defects, r)
             diff = git_diff(files, new)
@@ -57,24 +247,48 @@ def run(defects: int, rounds: int) -> list[float]:
             start = time.perf_counter()
             rnd = RoundInput.from_diff(r + 1, diff, new, ledger.signals(pr, r))
             decisions = decide_round(ledger.defects(pr), rnd)
+            decided = time.perf_counter()
             ledger.record_round(pr, r + 1, decisions)
-            timings.append((time.perf_counter() - start) * 1000)
+            written = time.perf_counter()
+            ref.write_round(pr, r + 1, decisions)
+            times["reference"].append((time.perf_counter() - written) * 1000)
+            times["decide"].append((decided - start) * 1000)
+            times["write"].append((written - decided) * 1000)
             ledger.finish_round(pr, r + 1)
             files = new
-        assert per_file and len(ledger.defects(pr)) == defects
-        return timings
+        check_same(ledger, ref, pr, defects)
+    return times
 
 
-def main() -> None:
+def check_same(ledger, ref: Reference, pr: int, size: int) -> None:
+    """The ledger and the reference must have stored the same defects and history."""
+    mine = [tuple(getattr(d, c) if c != "state" else str(d.state) for c in COMPARED)
+            for d in ledger.defects(pr)]
+    theirs, states = ref.snapshot(pr)
+    if len(mine) != size or mine != theirs or ledger.states_by_round(pr) != states:
+        sys.exit(f"bench_ledger: the ledger and the reference disagree at {size} defects")
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
-    print(f"{'defects':>8} {'median ms/round':>16} {'p90 ms/round':>13} {'ms/defect':>10}")
-    for n in (10, 100, 1000):
-        t = sorted(run(n, args.rounds))
-        med = statistics.median(t)
-        p90 = t[min(len(t) - 1, round(0.9 * (len(t) - 1)))]
-        print(f"{n:>8} {med:>16.1f} {p90:>13.1f} {med / n:>10.3f}")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                        help="comma-separated defect counts (10000 takes about 20 s)")
+    parser.add_argument("--db", default="sqlite", help="sqlite, or a postgresql:// URL")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    with ExitStack() as stack:
+        backend = (SqliteBackend(stack) if args.db == "sqlite"
+                   else PostgresBackend(stack, args.db))
+        print(f"backend: {backend.name}; median ms per round over {args.rounds} rounds")
+        print(f"{'defects':>8} {'decide':>9} {'write':>9} {'reference':>10} "
+              f"{'write/ref':>10} {'round/ref':>10} {'ms/defect':>10}")
+        for n in sizes:
+            t = {k: statistics.median(v) for k, v in run(backend, n, args.rounds).items()}
+            whole = t["decide"] + t["write"]
+            print(f"{n:>8} {t['decide']:>9.1f} {t['write']:>9.1f} {t['reference']:>10.1f} "
+                  f"{t['write'] / t['reference']:>9.1f}x {whole / t['reference']:>9.1f}x "
+                  f"{whole / n:>10.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -203,3 +203,43 @@ def test_lines_are_numbered_as_git_numbers_them_whatever_separators_they_hold():
             "   s = \"\u2028\";\r\n-  return 1;\n+  return 2;\n }\n")
     assert DiffMap(diff).map(Anchor("f.c", 5, 5)).status is Status.MODIFIED
     assert reverse_apply(new, DiffMap(diff).files["f.c"].patched) == text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["keep", "drop", "edit", "add"]), min_size=1, max_size=40),
+       st.integers(1, 40), st.integers(0, 12))
+def test_an_anchor_maps_to_the_ends_of_its_surviving_lines(edits, start, length):
+    """Only the first and last surviving lines of a range are looked up; they bound exactly
+    the lines that mapping every line of the range finds."""
+    old = [f"line {i}" for i in range(1, len(edits) + 1)]
+    new = []
+    for text, edit in zip(old, edits, strict=True):
+        new += {"keep": [text], "drop": [], "edit": [text + "!"], "add": [text, "new"]}[edit]
+    fm = DiffMap(file_diff("a.py", "\n".join(old) + "\n", "\n".join(new) + "\n")).files.get(
+        "a.py")
+    if fm is None:
+        return
+    start = min(start, len(old))
+    end = min(start + length, len(old))
+    every = [n for n in map(fm.map_line, range(start, end + 1)) if n is not None]
+    assert fm._kept_ends(start, end) == sorted({every[0], every[-1]}) if every else \
+        fm._kept_ends(start, end) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(["a = 1", "  a  = 1", "b()", "", "c(a)"]), max_size=30),
+       st.lists(st.sampled_from(["a = 1", "b()", "c(a)"]), min_size=1, max_size=3),
+       st.none() | st.integers(1, 30))
+def test_find_code_through_the_line_index_finds_what_a_scan_finds(text, code, near):
+    import re
+
+    norm = [(i + 1, n) for i, ln in enumerate(text) if (n := re.sub(r"\s+", " ", ln).strip())]
+    found = [(norm[j][0], norm[j + len(code) - 1][0]) for j in range(len(norm) - len(code) + 1)
+             if [n for _, n in norm[j : j + len(code)]] == code]
+    if not found:
+        expected = None
+    elif near is None:
+        expected = found[0]
+    else:
+        expected = min(found, key=lambda f: abs(f[0] - near))
+    assert find_code("\n".join(text), code, near=near) == expected

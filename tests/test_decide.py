@@ -168,3 +168,28 @@ def test_an_anchor_on_a_newer_commit_is_mapped_from_that_commit():
         (State.RESOLVED, "anchor-modified", 11)
     wrong = decide_round([defect(line=11, code="stmt_10()")], rnd)[0]  # as if at the reviewed
     assert wrong.rule != "anchor-modified"  # head: line 11 there is stmt_11(), untouched
+
+
+def test_a_round_works_out_each_file_once_not_once_per_defect(monkeypatch):
+    """Thirty defects in one edited file: its old text is rebuilt and the file tokenised once
+    for the round; the decisions are those of deciding each defect alone."""
+    import tracker.anchors
+    import tracker.scope
+
+    def defects():
+        return [defect(f"D{n}", n, description=f"stmt_{n} is wrong") for n in range(1, 31)]
+
+    new = BASE.replace("stmt_3()\n", "stmt_3(fixed)\n").replace("stmt_20()\n", "")
+    alone = [decide(d, new) for d in defects()]
+    tracker.scope.file_tokens.cache_clear()
+    calls = []
+    reverse_apply, tokens = tracker.anchors.reverse_apply, tracker.scope.tokens
+    monkeypatch.setattr(tracker.anchors, "reverse_apply",
+                        lambda *a: calls.append("old text") or reverse_apply(*a))
+    monkeypatch.setattr(tracker.scope, "tokens",
+                        lambda text: calls.append("file tokens") or tokens(text))
+    together = decide_round(defects(), RoundInput.from_diff(
+        2, git_diff({"m.py": BASE}, {"m.py": new}), {"m.py": new}))
+    assert [(d.key, d.state, d.rule, d.evidence, d.line_start, d.code) for d in together] == \
+        [(d.key, d.state, d.rule, d.evidence, d.line_start, d.code) for d in alone]
+    assert sorted(calls) == ["file tokens", "old text"]

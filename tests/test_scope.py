@@ -43,10 +43,10 @@ MORE = {  # path: (text, name, its lines); the line after its first is inside it
                  "total", (3, 6)),
     "cart.sh": ("set -e\n\ntotal() {\n  echo 1\n  echo 2\n}\n", "total", (3, 6)),
     "cart.pl": ("use strict;\n\nsub total {\n  my $x = 1;\n  return $x;\n}\n", "total", (3, 6)),
-    "cart.sol": ("pragma solidity ^0.8.0;\ncontract Cart {\n  function total() public returns "
-                 "(uint) {\n    return 1;\n  }\n}\n", "Cart", (2, 6)),
-    "cart.dart": ("import 'x.dart';\nclass Cart {\n  int total() {\n    return items.length;\n"
-                  "  }\n}\n", "Cart", (2, 6)),
+    "cart.sol": (("pragma solidity ^0.8.0;\ncontract Cart {\n  function total() public returns "
+                 "(uint) {\n    return 1;\n  }\n}\n"), "Cart", (2, 6)),
+    "cart.dart": (("import 'x.dart';\nclass Cart {\n  int total() {\n    return items.length;\n"
+                  "  }\n}\n"), "Cart", (2, 6)),
 }
 
 

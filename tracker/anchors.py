@@ -22,6 +22,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 
 import unidiff
 
@@ -116,6 +117,7 @@ class FileMap:
         self._ends: list[int] = []  # exclusive source end of each hunk, increasing too
         self._line_maps: dict[int, dict[int, int | None]] = {}
         self._deltas: list[int] = []  # cumulative (target - source) offset after each hunk
+        self._old: tuple[str | None, str | None] | None = None  # (new text, old text)
         delta = 0
         for hunk in patched:
             start = hunk.source_start if hunk.source_length else hunk.source_start + 1
@@ -156,7 +158,6 @@ class FileMap:
         removed: list[str] = []
         added: list[str] = []
         added_at: list[int] = []  # new line numbers of the added lines
-        kept: list[int] = []
         nearby = False
         first = bisect.bisect_left(self._ends, lo - NEARBY_LINES)  # hunks before cannot reach
         for start, end, lines in self._hunks[first:]:
@@ -179,10 +180,7 @@ class FileMap:
                     added_at.append(ln.target_line_no)
                 elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                     nearby = True
-        for line in range(lo, hi + 1):
-            new = self.map_line(line)
-            if new is not None:
-                kept.append(new)
+        kept = self._kept_ends(lo, hi)
         if not removed and not added:
             new = Anchor(self.new_path, kept[0], kept[-1], anchor.side)
             return Mapped(Status.UNTOUCHED, new, nearby_change=nearby, renamed_from=rename)
@@ -193,6 +191,16 @@ class FileMap:
             new = Anchor(self.new_path, *self._gap_after(lo))
         status = Status.DELETED if not kept and not added else Status.MODIFIED
         return Mapped(status, new, removed, added, nearby, rename)
+
+    def _kept_ends(self, lo: int, hi: int) -> list[int]:
+        """The new lines of the first and last of old lines lo..hi that survive (one when
+        they are the same line, none when all were removed). A diff keeps surviving lines in
+        order, so these two bound where all of them went."""
+        first = next((n for n in map(self.map_line, range(lo, hi + 1)) if n is not None), None)
+        if first is None:
+            return []
+        last = next(n for n in map(self.map_line, range(hi, lo - 1, -1)) if n is not None)
+        return [first] if last == first else [first, last]
 
     def _gap_after(self, lo: int) -> tuple[int, int]:
         """Where a fully removed range used to begin, as a one-line range in the new file."""
@@ -225,8 +233,11 @@ class FileMap:
         ]
 
     def old_text(self, new_text: str | None) -> str | None:
-        """The file's text before this diff, from its text after it (None if it was added)."""
-        return reverse_apply(new_text, self.patched)
+        """The file's text before this diff, from its text after it (None if it was added);
+        worked out once for the same ``new_text``."""
+        if self._old is None or self._old[0] is not new_text:
+            self._old = (new_text, reverse_apply(new_text, self.patched))
+        return self._old[1]
 
     def added_lines(self) -> list[tuple[int, str]]:
         """(new line number, text) of every line this diff adds to the file."""
@@ -261,6 +272,7 @@ class DiffMap:
                 self.new_files[fm.new_path] = fm
         self.renames: dict[str, str] = {}  # old path -> new path, found by similarity
         self._pair_renames()
+        self._mapped: dict[Anchor, Mapped] = {}
 
     def _pair_renames(self) -> None:
         """Pair deleted files with added files whose text is alike, as ``git diff -M`` does,
@@ -309,7 +321,13 @@ class DiffMap:
         return set(self.files) | set(self.new_files)
 
     def map(self, anchor: Anchor) -> Mapped:
-        """Map an anchor on the old side of the diff to the new side."""
+        """Map an anchor on the old side of the diff to the new side (once per anchor: the
+        defects of one function share its scope). Treat the answer as read-only."""
+        if (known := self._mapped.get(anchor)) is None:
+            known = self._mapped[anchor] = self._map(anchor)
+        return known
+
+    def _map(self, anchor: Anchor) -> Mapped:
         fm = self.files.get(anchor.path)
         if fm is None:
             if anchor.path in self.new_files and self.new_files[anchor.path].added_file:
@@ -343,8 +361,25 @@ def excerpt(text: str | None, start: int, end: int) -> list[str]:
     """Lines start..end (1-based, inclusive) of a file's text; empty if the file is missing."""
     if text is None:
         return []
-    lines = split_lines(text)
-    return lines[max(start - 1, 0) : max(end, 0)]
+    return list(file_lines(text)[max(start - 1, 0) : max(end, 0)])
+
+
+@lru_cache(maxsize=64)
+def file_lines(text: str) -> tuple[str, ...]:
+    """A file's lines as git numbers them (``split_lines``), split once however many defects
+    read them."""
+    return tuple(split_lines(text))
+
+
+@lru_cache(maxsize=64)
+def _normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
+    """A file's non-blank lines as (line number, normalised text), and where (index into that
+    list) each normalised line occurs."""
+    norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := _WS.sub(" ", ln).strip())]
+    where: dict[str, list[int]] = {}
+    for j, (_, n) in enumerate(norm):
+        where.setdefault(n, []).append(j)
+    return norm, where
 
 
 def distinctive(lines: list[str] | str, minimum: int = 12) -> bool:
@@ -361,12 +396,11 @@ def find_code(text: str | None, code: list[str] | str, near: int | None = None
     target = normalise(code)
     if not target or text is None:
         return None
-    lines = split_lines(text)
-    norm = [(i + 1, n) for i, ln in enumerate(lines) if (n := _WS.sub(" ", ln).strip())]
+    norm, where = _normalised_lines(text)
     k = len(target)
     best = None
-    for j in range(len(norm) - k + 1):
-        if norm[j][1] == target[0] and [n for _, n in norm[j : j + k]] == target:
+    for j in where.get(target[0], ()):
+        if j + k <= len(norm) and [n for _, n in norm[j : j + k]] == target:
             found = (norm[j][0], norm[j + k - 1][0])
             if near is None:
                 return found

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Self
 
 from sqlite_utils import Database
-from sqlite_utils.db import NotFoundError
 
 from .anchors import fingerprint as code_fingerprint
-from .lifecycle import State, carry_forward, check_transition, parse_state
+from .batch import WRITTEN, apply_decisions, state_before
+from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
-from .roundwrite import DEFECT_COLUMNS, apply_decisions
 from .schema import migrations
 
 
@@ -105,36 +104,38 @@ class Ledger:
 
     def pull_request(self, repo: str, number: int, **fields) -> dict:
         """The PR's row, created on first use; ``fields`` (title, author...) update it."""
-        rows = list(self.db["pull_requests"].rows_where("repo = ? and number = ?", [repo, number]))
+        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
+                          [repo, number])
         stamp = now()
         if rows:
             pr = rows[0]
             changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
             if changes:
                 changes["updated_at"] = stamp
-                self.db["pull_requests"].update(pr["id"], changes)
+                self._update("pull_requests", pr["id"], changes)
                 pr.update(changes)
             return pr
         row = {"repo": repo, "number": number, "created_at": stamp, "updated_at": stamp}
         row.update({k: v for k, v in fields.items() if v is not None})
-        pk = self.db["pull_requests"].insert(row).last_pk
+        pk = self._insert("pull_requests", row)
         return self._get("pull_requests", pk)
 
     def find_pull_request(self, repo: str, number: int) -> dict | None:
-        rows = list(self.db["pull_requests"].rows_where("repo = ? and number = ?", [repo, number]))
+        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
+                          [repo, number])
         return rows[0] if rows else None
 
     def update_pull_request(self, pr_id: int, **fields) -> None:
         fields["updated_at"] = now()
-        self.db["pull_requests"].update(pr_id, fields)
+        self._update("pull_requests", pr_id, fields)
 
     def pull_request_by_id(self, pr_id: int) -> dict | None:
         return self._get("pull_requests", pr_id)
 
     def pull_requests(self, repo: str | None = None) -> list[dict]:
         """Every PR (of ``repo``), by repository and number."""
-        where, args = ("repo = ?", [repo]) if repo else (None, None)
-        return list(self.db["pull_requests"].rows_where(where, args, order_by="repo, number"))
+        where, args = (" where repo = ?", [repo]) if repo else ("", [])
+        return self._rows(f"select * from pull_requests{where} order by repo, number", args)
 
     def pr_number_for_check(self, repo: str, check_run_id: int | None,
                             head_sha: str | None) -> int | None:
@@ -148,21 +149,22 @@ class Ledger:
     # -- rounds ------------------------------------------------------------------------------
 
     def rounds(self, pr_id: int) -> list[dict]:
-        return list(self.db["rounds"].rows_where("pr_id = ?", [pr_id], order_by="number"))
+        return self._rows("select * from rounds where pr_id = ? order by number", [pr_id])
 
     def round(self, pr_id: int, number: int) -> dict | None:
-        rows = list(self.db["rounds"].rows_where("pr_id = ? and number = ?", [pr_id, number]))
+        rows = self._rows("select * from rounds where pr_id = ? and number = ?", [pr_id, number])
         return rows[0] if rows else None
 
     def update_round(self, round_id: int, **fields) -> None:
         """Set a round's columns (its check run, what the check shows)."""
-        self.db["rounds"].update(round_id, fields)
+        self._update("rounds", round_id, fields)
 
     def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
         where, args = "pr_id = ?", [pr_id]
         if status:
             where, args = where + " and status = ?", args + [status]
-        rows = list(self.db["rounds"].rows_where(where, args, order_by="number desc", limit=1))
+        rows = self._rows(f"select * from rounds where {where} order by number desc limit 1",
+                          args)
         return rows[0] if rows else None
 
     def current_round(self, pr_id: int) -> int:
@@ -184,22 +186,15 @@ class Ledger:
                 latest["status"] != "complete" or not force
             ):
                 if latest["status"] != "complete":
-                    self.db["rounds"].update(
-                        latest["id"], {"status": "running", "started_at": now(), "error": None}
-                    )
+                    self._update("rounds", latest["id"],
+                                 {"status": "running", "started_at": now(), "error": None})
                     latest = self._get("rounds", latest["id"])
                 return latest
             number = (latest["number"] if latest else 0) + 1
-            pk = self.db["rounds"].insert(
-                {
-                    "pr_id": pr_id,
-                    "number": number,
-                    "head_sha": head_sha,
-                    "base_sha": base_sha,
-                    "status": "running",
-                    "started_at": now(),
-                }
-            ).last_pk
+            pk = self._insert("rounds", {
+                "pr_id": pr_id, "number": number, "head_sha": head_sha, "base_sha": base_sha,
+                "status": "running", "started_at": now(),
+            })
             self.update_pull_request(pr_id, head_sha=head_sha)
             return self._get("rounds", pk)
 
@@ -218,7 +213,7 @@ class Ledger:
             update["seconds"] = round((finished - started).total_seconds(), 3)
         update.update(stats)
         with self.transaction():
-            self.db["rounds"].update(row["id"], update)
+            self._update("rounds", row["id"], update)
             if status == "complete":
                 self.update_pull_request(pr_id, last_reviewed_sha=row["head_sha"])
 
@@ -238,11 +233,18 @@ class Ledger:
     def defects(self, pr_id: int, *, include_ignored: bool = True) -> list[Defect]:
         """Every defect of the PR, in the order they were raised (D1, D2, ...)."""
         where = "pr_id = ?" + ("" if include_ignored else " and ignored = 0")
-        rows = self.db["defects"].rows_where(where, [pr_id], order_by="id")
-        return [self._defect(row) for row in rows]
+        rows = self._rows(f"select * from defects where {where} order by id", [pr_id])
+        comments: dict[int, list[int]] = {}
+        for defect_id, comment_id in self.db.execute(
+            "select c.defect_id, c.id from defect_comments c join defects d "
+            "on d.id = c.defect_id where d.pr_id = ? order by c.id", [pr_id]
+        ):
+            comments.setdefault(defect_id, []).append(comment_id)
+        return [self._defect(row, comments.get(row["id"], [])) for row in rows]
 
     def defect(self, pr_id: int, key: str) -> Defect:
-        rows = list(self.db["defects"].rows_where("pr_id = ? and key = ?", [pr_id, key.upper()]))
+        rows = self._rows("select * from defects where pr_id = ? and key = ?",
+                          [pr_id, key.upper()])
         if not rows:
             raise LedgerError(f"no defect {key} on this pull request")
         return self._defect(rows[0])
@@ -259,9 +261,8 @@ class Ledger:
         return self._defect(rows[0]) if rows else None
 
     def defect_by_thread(self, pr_id: int, node_id: str) -> Defect | None:
-        rows = list(
-            self.db["defects"].rows_where("pr_id = ? and thread_node_id = ?", [pr_id, node_id])
-        )
+        rows = self._rows("select * from defects where pr_id = ? and thread_node_id = ?",
+                          [pr_id, node_id])
         return self._defect(rows[0]) if rows else None
 
     def next_key(self, pr_id: int, offset: int = 0) -> str:
@@ -307,7 +308,7 @@ class Ledger:
                 "created_at": stamp,
                 "updated_at": stamp,
             }
-            pk = self.db["defects"].insert(row).last_pk
+            pk = self._insert("defects", row)
             decided_by = DecidedBy.HUMAN if finding.origin is Origin.HUMAN else DecidedBy.RULE
             self._history(pk, round_number, State.NEW, rule,
                           evidence or f"raised by {finding.author or finding.origin}", decided_by)
@@ -323,10 +324,7 @@ class Ledger:
             "order by round desc, id desc limit 1",
             [defect.id, round_number],
         ).fetchone()
-        if row is None:
-            return None
-        state = parse_state(row[0])
-        return state if row[1] == round_number - 1 else carry_forward(state)
+        return state_before(row, round_number)
 
     def record_decision(self, pr_id: int, round_number: int, decision: Decision,
                         head_sha: str | None = None) -> Defect:
@@ -335,40 +333,8 @@ class Ledger:
         The state is checked against the state the defect ended the previous round in, so a
         decision can be revised within a round (the last one of the round stands).
         """
-        defect = self.defect(pr_id, decision.key)
-        if round_number < defect.state_round:
-            raise LedgerError(
-                f"{defect.key} was already decided at round {defect.state_round}; "
-                f"cannot decide round {round_number}"
-            )
-        if round_number == defect.raised_round:
-            # Still the round it was raised in: it stays New unless a person resolves it.
-            allowed = {State.NEW, State.RESOLVED}
-            if decision.state not in allowed:
-                raise LedgerError(
-                    f"{defect.key} was raised in round {round_number}: it can only be New or "
-                    f"Resolved there, not {decision.state}"
-                )
-        else:
-            check_transition(self.previous_state(defect, round_number), decision.state, defect.key)
-        update = {"state": decision.state.value, "state_round": round_number, "updated_at": now()}
-        if decision.path is not None and decision.line_start is not None:
-            update.update(path=decision.path, line_start=decision.line_start,
-                          line_end=decision.line_end)
-        if head_sha is not None:
-            update["anchor_sha"] = head_sha  # the new position is at this round's head
-        if decision.code is not None:
-            update["code"] = decision.code
-            update["fingerprint"] = code_fingerprint(decision.code)
-        if decision.state is State.RESOLVED and defect.state is not State.RESOLVED:
-            update["resolved_code"] = defect.code
         with self.transaction():
-            self.db["defects"].update(defect.id, update)
-            evidence = decision.evidence
-            if decision.signals:
-                evidence += " | signals: " + "; ".join(decision.signals)
-            self._history(defect.id, round_number, decision.state, decision.rule, evidence,
-                          decision.decided_by)
+            self._write_decisions(pr_id, round_number, [decision], head_sha)
         return self.defect(pr_id, decision.key)
 
     def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
@@ -386,23 +352,42 @@ class Ledger:
         new_findings = list(new_findings)
         keys = list(keys) if keys is not None else [None] * len(new_findings)
         with self.transaction():
-            if decisions:  # one read, checked in memory (tracker.roundwrite), batched writes
-                rows = {r["key"]: r for r in self.db["defects"].rows_where("pr_id = ?", [pr_id])}
-                last = {r[0]: (r[1], r[2]) for r in self.db.execute(
-                    "select h.defect_id, h.state, h.round from state_history h join defects d "
-                    "on d.id = h.defect_id where d.pr_id = ? and h.round < ? "
-                    "order by h.defect_id, h.round, h.id", [pr_id, round_number])}  # last wins
-                changed, history = apply_decisions(rows, last, round_number, decisions,
-                                                   head_sha, now())
-                self.db.conn.executemany(
-                    "update defects set " + ", ".join(f"{c} = ?" for c in DEFECT_COLUMNS)
-                    + " where id = ?", [[r[c] for c in DEFECT_COLUMNS] + [r["id"]]
-                                        for r in changed])
-                self.db["state_history"].insert_all(history)
+            self._write_decisions(pr_id, round_number, decisions, head_sha)
             for (finding, code), key in zip(new_findings, keys, strict=True):
                 created.append(self.add_defect(pr_id, finding, round_number, code=code,
                                                key=key, anchor_sha=head_sha))
         return created
+
+    def _write_decisions(self, pr_id: int, round_number: int, decisions: list[Decision],
+                         head_sha: str | None) -> None:
+        """Check every decision, then write them: one read of the decided defects with their
+        last state before the round, one batched update, one batched insert of history."""
+        if not decisions:
+            return
+        keys = {d.key.upper() for d in decisions}
+        one = " and d.key = ?" if len(keys) == 1 else ""  # else the whole PR, read at once
+        rows, last = {}, {}
+        for row in self._rows(
+            f"select {', '.join(f'd.{c}' for c in ('id', 'key', 'raised_round', *WRITTEN))}, "
+            "h.state as _last_state, h.round as _last_round from defects d "
+            "left join state_history h on h.id = (select s.id from state_history s "
+            "where s.defect_id = d.id and s.round < ? order by s.round desc, s.id desc limit 1) "
+            f"where d.pr_id = ?{one}", [round_number, pr_id, *(keys if one else ())],
+        ):
+            state, number = row.pop("_last_state"), row.pop("_last_round")
+            if state is not None:
+                last[row["id"]] = (state, number)
+            rows[row["key"]] = row
+        changed, history = apply_decisions(rows, last, round_number, decisions, head_sha, now())
+        conn = self.db.conn
+        conn.executemany(
+            f"update defects set {', '.join(f'{c} = ?' for c in WRITTEN)} where id = ?",
+            [[row[c] for c in WRITTEN] + [row["id"]] for row in changed],
+        )
+        conn.executemany(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) values (?, ?, ?, ?, ?, ?, ?)", history,
+        )
 
     def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
         """Keep a round's computed plan until the round completes (see ``finish_round``)."""
@@ -418,7 +403,7 @@ class Ledger:
         """Stop reporting a defect (``/roundwise ignore``); its history stays."""
         defect = self.defect(pr_id, key)
         with self.transaction():
-            self.db["defects"].update(defect.id, {"ignored": 1, "updated_at": now()})
+            self._update("defects", defect.id, {"ignored": 1, "updated_at": now()})
             self._history(defect.id, round_number, defect.state, "ignored",
                           f"ignored by {by}", DecidedBy.HUMAN)
         return self.defect(pr_id, key)
@@ -432,8 +417,8 @@ class Ledger:
     def history(self, pr_id: int, key: str) -> list[dict]:
         """Every decision taken on a defect, oldest first."""
         defect = self.defect(pr_id, key)
-        return list(self.db["state_history"].rows_where("defect_id = ?", [defect.id],
-                                                       order_by="id"))
+        return self._rows("select * from state_history where defect_id = ? order by id",
+                          [defect.id])
 
     def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
         """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
@@ -450,11 +435,11 @@ class Ledger:
 
     def add_signal(self, pr_id: int, defect: Defect, round_number: int, signal: Signal) -> None:
         """Remember a person's action on a defect, for the next round's decisions."""
-        self.db["signals"].insert(
-            {"pr_id": pr_id, "defect_id": defect.id, "round": round_number,
-             "kind": str(signal.kind), "author": signal.author, "body": signal.body,
-             "comment_id": signal.comment_id, "at": now()}
-        )
+        self._insert("signals", {
+            "pr_id": pr_id, "defect_id": defect.id, "round": round_number,
+            "kind": str(signal.kind), "author": signal.author, "body": signal.body,
+            "comment_id": signal.comment_id, "at": now(),
+        })
 
     def signals(self, pr_id: int, since_round: int) -> list[Signal]:
         """Signals recorded at round ``since_round`` or later, oldest first."""
@@ -534,25 +519,21 @@ class Ledger:
                        in_reply_to: int | None = None, node_id: str | None = None,
                        posted_by_bot: bool = False) -> None:
         """Remember that a GitHub comment belongs to a defect's thread (idempotent)."""
-        self.db["defect_comments"].upsert(
-            {
-                "id": comment_id,
-                "defect_id": defect_id,
-                "kind": kind,
-                "author": author,
-                "body": body,
-                "in_reply_to": in_reply_to,
-                "node_id": node_id,
-                "posted_by_bot": int(posted_by_bot),
-                "created_at": now(),
-            },
-            pk="id",
+        self.db.execute(
+            "insert into defect_comments (id, defect_id, kind, author, body, in_reply_to, "
+            "node_id, posted_by_bot, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "on conflict (id) do update set defect_id = excluded.defect_id, "
+            "kind = excluded.kind, author = excluded.author, body = excluded.body, "
+            "in_reply_to = excluded.in_reply_to, node_id = excluded.node_id, "
+            "posted_by_bot = excluded.posted_by_bot, created_at = excluded.created_at",
+            [comment_id, defect_id, kind, author, body, in_reply_to, node_id,
+             int(posted_by_bot), now()],
         )
 
     def comments(self, pr_id: int, key: str) -> list[dict]:
         defect = self.defect(pr_id, key)
-        return list(self.db["defect_comments"].rows_where("defect_id = ?", [defect.id],
-                                                         order_by="id"))
+        return self._rows("select * from defect_comments where defect_id = ? order by id",
+                          [defect.id])
 
     def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
         """People's (not the bot's) comments on the PR's defects from ``since`` on: key,
@@ -572,7 +553,7 @@ class Ledger:
 
     def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
         defect = self.defect(pr_id, key)
-        self.db["defects"].update(defect.id, {"thread_node_id": node_id})
+        self._update("defects", defect.id, {"thread_node_id": node_id})
 
     # -- webhook deliveries ------------------------------------------------------------------
 
@@ -609,26 +590,48 @@ class Ledger:
 
     def _history(self, defect_id: int, round_number: int, state: State, rule: str,
                  evidence: str, decided_by: DecidedBy) -> None:
-        self.db["state_history"].insert(
-            {"defect_id": defect_id, "round": round_number, "state": str(state), "rule": rule,
-             "evidence": evidence, "decided_by": str(decided_by), "at": now()}
+        self.db.execute(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) values (?, ?, ?, ?, ?, ?, ?)",
+            [defect_id, round_number, str(state), rule, evidence, str(decided_by), now()],
         )
 
     def _exists(self, table: str, pk) -> bool:
         return self._get(table, pk) is not None
 
     def _get(self, table: str, pk) -> dict | None:
-        try:
-            return self.db[table].get(pk)
-        except NotFoundError:
-            return None
+        rows = self._rows(f"select * from [{table}] where id = ?", [pk])
+        return rows[0] if rows else None
 
-    def _defect(self, row: dict) -> Defect:
-        comment_ids = [
-            r[0] for r in self.db.execute(
-                "select id from defect_comments where defect_id = ? order by id", [row["id"]]
-            )
-        ]
+    def _rows(self, sql: str, params=()) -> list[dict]:
+        """The rows of a query as dicts, in plain SQL (no table introspection)."""
+        cursor = self.db.execute(sql, params)
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def _insert(self, table: str, row: dict) -> int:
+        """Insert one row in plain SQL; its rowid."""
+        sql = (f"insert into [{table}] ({', '.join(f'[{c}]' for c in row)}) "
+               f"values ({', '.join('?' * len(row))})")
+        return self.db.execute(sql, list(row.values())).lastrowid
+
+    def _update(self, table: str, pk, fields: dict) -> None:
+        """Set ``fields`` of one row (by ``id``) in plain SQL; the row must exist."""
+        if not fields:
+            return
+        sets = ", ".join(f"[{c}] = ?" for c in fields)
+        cursor = self.db.execute(f"update [{table}] set {sets} where id = ?",
+                                 [*fields.values(), pk])
+        if cursor.rowcount == 0:
+            raise LedgerError(f"no row {pk!r} in {table}")
+
+    def _defect(self, row: dict, comment_ids: list[int] | None = None) -> Defect:
+        if comment_ids is None:
+            comment_ids = [
+                r[0] for r in self.db.execute(
+                    "select id from defect_comments where defect_id = ? order by id", [row["id"]]
+                )
+            ]
         return Defect(
             id=row["id"], key=row["key"], description=row["description"] or "",
             origin=row["origin"], state=row["state"], raised_round=row["raised_round"],

@@ -58,12 +58,17 @@ def parse_state(value: str | State) -> State:
     """Turn ``"open"``, ``"Open"`` or ``State.OPEN`` into a State, with a clear error otherwise."""
     if isinstance(value, State):
         return value
+    if (exact := _BY_VALUE.get(value)) is not None:
+        return exact
     for state in State:
         if str(value).strip().lower() == state.value.lower():
             return state
     raise ValueError(
         f"unknown defect state {value!r}; expected one of {', '.join(s.value for s in State)}"
     )
+
+
+_BY_VALUE = {state.value: state for state in State}
 
 
 def check_transition(previous: State | None, new: State, defect: str = "") -> State:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, find_code, normalise
 from .lifecycle import State
 from .models import Defect, Signal, SignalKind
 from .paths import is_docs_path, is_test_path
-from .scope import definition, enclosing, lines_of, tokens
+from .scope import definition, enclosing, file_tokens, lines_of, tokens
 from .subject import Subject, read_subject
 
 _LEX = re.compile(r"[A-Za-z_$][\w$]*|\d[\w.]*|\S")
@@ -161,7 +161,7 @@ class Case:
 
     @cached_property
     def file_tokens_before(self):
-        return tokens(self.old_text)
+        return file_tokens(self.old_text)
 
     def added_text(self, path: str | None = None) -> str:
         return "\n".join(text for _, text in self.diff.added_lines(path or self.new_path or ""))
@@ -445,10 +445,14 @@ def subject_touched(case: Case) -> Ruling | None:
                   "which the comment names, were edited this round", 0.55)
 
 
-def _common(case: Case) -> set[str]:
+def _common(case: Case) -> frozenset[str]:
     """Tokens too frequent in the file to stand for one construct."""
-    before = case.file_tokens_before
-    return {t for t, n in before.items() if n > 12}
+    return _frequent(case.old_text)
+
+
+@lru_cache(maxsize=64)
+def _frequent(text: str | None) -> frozenset[str]:
+    return frozenset(t for t, n in file_tokens(text).items() if n > 12)
 
 
 def claimed_and_scope_changed(case: Case) -> Ruling | None:

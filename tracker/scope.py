@@ -47,6 +47,7 @@ _TYPE = re.compile(
 _TOKEN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*")
 
 
+@lru_cache(maxsize=1024)
 def language(path: str | None) -> str | None:
     """The tree-sitter grammar name for a path, from its extension (None when unknown)."""
     if not path:
@@ -87,7 +88,7 @@ def enclosing(path: str | None, text: str | None, start: int, end: int | None = 
     tree = _tree(name, text)
     if tree is None:
         return None
-    lines = text.split("\n")
+    lines = _split(text)
     end = end or start
     if start < 1 or end > len(lines):
         return None
@@ -162,8 +163,20 @@ def tokens(text: str | None) -> Counter:
     return Counter(_TOKEN.findall(text or ""))
 
 
+@lru_cache(maxsize=64)
+def file_tokens(text: str | None) -> Counter:
+    """``tokens`` of a whole file, counted once for all the defects in it: do not change it."""
+    return tokens(text)
+
+
 def lines_of(text: str | None, start: int, end: int) -> str:
     """Lines start..end (1-based, inclusive) of a text, joined."""
     if not text:
         return ""
-    return "\n".join(text.split("\n")[max(start - 1, 0) : max(end, 0)])
+    return "\n".join(_split(text)[max(start - 1, 0) : max(end, 0)])
+
+
+@lru_cache(maxsize=64)
+def _split(text: str) -> tuple[str, ...]:
+    """A file's text split at newlines, once however many defects read it."""
+    return tuple(text.split("\n"))

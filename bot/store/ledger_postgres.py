@@ -8,7 +8,7 @@ says ``threaded``, so async callers run them off the event loop (``bot.store.off
 
 ``transaction()`` pins one pooled connection to the calling thread until the outermost block
 ends; nested blocks are savepoints, as with SQLite. ``record_round`` reads the PR's defects and
-their last states once, checks every decision in memory (``tracker.roundwrite``) and writes
+their last states once, checks every decision in memory (``tracker.batch``) and writes
 the round in a handful of batched statements. The schema is its own ordered migrations
 (``bot.store.ledger_schema``), applied under the same advisory lock as the queue's, so
 replicas starting together migrate once.
@@ -27,10 +27,10 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from tracker.anchors import fingerprint as code_fingerprint
+from tracker.batch import WRITTEN, apply_decisions, state_before
 from tracker.ledger import LedgerError, now
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
-from tracker.roundwrite import DEFECT_COLUMNS, apply_decisions, previous_state
 from tracker.store import dump_defects
 
 from .ledger_schema import LEDGER_MIGRATIONS
@@ -352,7 +352,7 @@ class PostgresLedgerStore:
         row = self._one("select state, round from state_history where defect_id = %s "
                         "and round < %s order by round desc, id desc limit 1",
                         [defect.id, round_number])
-        return previous_state((row["state"], row["round"]) if row else None, round_number)
+        return state_before((row["state"], row["round"]) if row else None, round_number)
 
     def record_decision(self, pr_id: int, round_number: int, decision: Decision,
                         head_sha: str | None = None) -> Defect:
@@ -382,13 +382,12 @@ class PostgresLedgerStore:
                                                    head_sha, now())
                 with conn.cursor() as cur:
                     cur.executemany(
-                        "update defects set " + ", ".join(f"{c} = %s" for c in DEFECT_COLUMNS)
+                        "update defects set " + ", ".join(f"{c} = %s" for c in WRITTEN)
                         + " where id = %s",
-                        [[r[c] for c in DEFECT_COLUMNS] + [r["id"]] for r in changed])
+                        [[r[c] for c in WRITTEN] + [r["id"]] for r in changed])
                     cur.executemany(
                         "insert into state_history (defect_id, round, state, rule, evidence, "
-                        "decided_by, at) values (%(defect_id)s, %(round)s, %(state)s, "
-                        "%(rule)s, %(evidence)s, %(decided_by)s, %(at)s)", history)
+                        "decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)", history)
             return self._add_defects(pr_id, new_findings, keys, round_number, head_sha)
 
     def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:

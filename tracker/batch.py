@@ -1,10 +1,10 @@
-"""A round's decisions applied in memory first, so a ledger engine writes them all at once.
+"""A round's decisions checked and applied in memory, so the ledger writes them all at once.
 
-``Ledger.record_decision`` checks one decision against the lifecycle and writes it; a round
-has dozens. ``apply_decisions`` runs the same checks, in order, over defect rows read once
-(and the state each defect ended the previous rounds in), and returns the changed rows and the
-history rows to store: an engine writes them in a few set-based statements, and every engine
-decides exactly alike. It does no I/O.
+``apply_decisions`` runs, decision by decision and in order, the checks and changes
+``Ledger.record_decision`` makes, over defect rows read once with the state each defect ended
+the previous round in. It returns the defect rows to write back (each once, final values) and
+the history rows to insert, in decision order. A decision may revise an earlier one of the same
+round: it sees the row as the earlier one left it. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from .anchors import fingerprint as code_fingerprint
 from .lifecycle import State, carry_forward, check_transition, parse_state
 from .models import Decision
 
-__all__ = ["DEFECT_COLUMNS", "apply_decisions", "previous_state"]
+__all__ = ["WRITTEN", "apply_decisions", "state_before"]
 
-#: the defect columns a decision may change (what an engine writes back)
-DEFECT_COLUMNS = ("state", "state_round", "updated_at", "path", "line_start", "line_end",
-                  "anchor_sha", "code", "fingerprint", "resolved_code")
+#: the defect columns a decision may change, in the order the ledger writes them back
+WRITTEN = ("state", "state_round", "updated_at", "path", "line_start", "line_end",
+           "anchor_sha", "code", "fingerprint", "resolved_code")
 
 
-def previous_state(last: tuple[str, int] | None, round_number: int) -> State | None:
+def state_before(last: tuple[str, int] | None, round_number: int) -> State | None:
     """The state a defect ended round ``round_number - 1`` in, from its last history row
-    before ``round_number`` (``(state, round)``), None when it had none."""
+    before ``round_number`` as ``(state, round)``; None when it has none (not raised yet)."""
     if last is None:
         return None
     state = parse_state(last[0])
@@ -33,37 +33,35 @@ def previous_state(last: tuple[str, int] | None, round_number: int) -> State | N
 
 def apply_decisions(rows: dict[str, dict], last: dict[int, tuple[str, int]],
                     round_number: int, decisions: Iterable[Decision], head_sha: str | None,
-                    stamp: str) -> tuple[list[dict], list[dict]]:
+                    stamp: str) -> tuple[list[dict], list[tuple]]:
     """Check and apply ``decisions`` to ``rows`` (defect rows by key, changed in place).
 
     ``last`` maps a defect id to its last history row before this round. Returns the changed
-    defect rows (each once) and the history rows, in decision order. Raises ``LedgerError``
-    or ``InvalidTransition`` before anything is written, as ``record_decision`` does.
+    rows and the history rows as ``(defect_id, round, state, rule, evidence, decided_by, at)``.
+    Raises ``LedgerError`` or ``InvalidTransition`` before anything is written.
     """
     from .ledger import LedgerError
 
     changed: dict[int, dict] = {}
-    history: list[dict] = []
+    history: list[tuple] = []
     for decision in decisions:
         row = rows.get(decision.key.upper())
         if row is None:
             raise LedgerError(f"no defect {decision.key} on this pull request")
-        key = row["key"]
+        key, state = row["key"], decision.state
         if round_number < row["state_round"]:
             raise LedgerError(f"{key} was already decided at round {row['state_round']}; "
                               f"cannot decide round {round_number}")
         if round_number == row["raised_round"]:
             # Still the round it was raised in: it stays New unless a person resolves it.
-            if decision.state not in (State.NEW, State.RESOLVED):
-                raise LedgerError(
-                    f"{key} was raised in round {round_number}: it can only be New or "
-                    f"Resolved there, not {decision.state}")
+            if state not in (State.NEW, State.RESOLVED):
+                raise LedgerError(f"{key} was raised in round {round_number}: it can only be "
+                                  f"New or Resolved there, not {state}")
         else:
-            check_transition(previous_state(last.get(row["id"]), round_number), decision.state,
-                             key)
-        if decision.state is State.RESOLVED and parse_state(row["state"]) is not State.RESOLVED:
+            check_transition(state_before(last.get(row["id"]), round_number), state, key)
+        if state is State.RESOLVED and parse_state(row["state"]) is not State.RESOLVED:
             row["resolved_code"] = row["code"]
-        row.update(state=decision.state.value, state_round=round_number, updated_at=stamp)
+        row.update(state=state.value, state_round=round_number, updated_at=stamp)
         if decision.path is not None and decision.line_start is not None:
             row.update(path=decision.path, line_start=decision.line_start,
                        line_end=decision.line_end)
@@ -75,8 +73,6 @@ def apply_decisions(rows: dict[str, dict], last: dict[int, tuple[str, int]],
         evidence = decision.evidence
         if decision.signals:
             evidence += " | signals: " + "; ".join(decision.signals)
-        history.append({"defect_id": row["id"], "round": round_number,
-                        "state": str(decision.state), "rule": decision.rule,
-                        "evidence": evidence, "decided_by": str(decision.decided_by),
-                        "at": stamp})
+        history.append((row["id"], round_number, state.value, decision.rule, evidence,
+                        decision.decided_by.value, stamp))
     return list(changed.values()), history
