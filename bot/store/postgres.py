@@ -84,6 +84,19 @@ MIGRATIONS: list[tuple[str, str]] = [
 #: candidates looked at per claim (the rest wait for the next poll)
 BATCH = 8
 
+#: up to BATCH candidates: the oldest queued and due jobs whose PR has nothing running and
+#: nothing older queued, locked (``bench.bench_queue --explain`` prints its plan)
+CLAIM = """
+    select * from jobs j where j.status = 'queued' and j.run_after <= %s
+    and not exists (
+        select 1 from jobs o where o.repo = j.repo and o.number = j.number
+        and j.number is not null and o.id <> j.id
+        and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
+    )
+    order by j.id limit %s
+    for update skip locked
+"""
+
 
 def migrate(pool: ConnectionPool, schema: str | None = None) -> list[str]:
     """Apply the migrations not applied yet, under the migration lock; their names."""
@@ -171,19 +184,7 @@ class PostgresQueueStore:
                     return outcome
 
     def _claim_once(self, conn, owner: str, stamp: float, lease: float):
-        candidates = conn.execute(
-            """
-            select * from jobs j where j.status = 'queued' and j.run_after <= %s
-            and not exists (
-                select 1 from jobs o where o.repo = j.repo and o.number = j.number
-                and j.number is not null and o.id <> j.id
-                and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
-            )
-            order by j.id limit %s
-            for update skip locked
-            """,
-            [stamp, BATCH],
-        ).fetchall()
+        candidates = conn.execute(CLAIM, [stamp, BATCH]).fetchall()
         for job in candidates:
             if job["number"] is not None:
                 # one claimer per PR at a time, then a fresh look at the PR's jobs

@@ -20,6 +20,21 @@ from .queue import FINISHED, Delivery, Installation, Job
 
 migrations = Migrations("roundwise-jobs")
 
+#: the next job to run: the oldest queued and due whose PR has nothing running and nothing
+#: older queued. It walks ``jobs_queued`` (queued jobs in id order) and stops at the first
+#: runnable one; left to choose, SQLite (no ANALYZE statistics) takes the (status, run_after)
+#: index and sorts every queued job first, 12 ms a claim at 10,000 queued instead of 0.1 ms.
+#: ``INDEXED BY`` pins the plan (``bench.bench_queue --explain`` prints it).
+CLAIM = """
+    select * from jobs j indexed by jobs_queued where j.status = 'queued' and j.run_after <= ?
+    and not exists (
+        select 1 from jobs o where o.repo = j.repo and o.number = j.number
+        and j.number is not null and o.id != j.id
+        and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
+    )
+    order by j.id limit 1
+"""
+
 
 @migrations()
 def m001_jobs(db: Database) -> None:
@@ -56,6 +71,12 @@ def m002_job_leases(db: Database) -> None:
     db["jobs"].add_column("lease_until", float)
     db["jobs"].create_index(["status", "finished_at"])
     db["deliveries"].create_index(["processed_at"])
+
+
+@migrations()
+def m003_claim_index(db: Database) -> None:
+    # the claim walks the queued jobs in id order (see CLAIM); a partial index holds only them
+    db.execute("create index if not exists jobs_queued on jobs (id) where status = 'queued'")
 
 
 class SqliteQueueStore:
@@ -106,18 +127,7 @@ class SqliteQueueStore:
         while True:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                cursor = conn.execute(
-                    """
-                    select * from jobs j where j.status = 'queued' and j.run_after <= ?
-                    and not exists (
-                        select 1 from jobs o where o.repo = j.repo and o.number = j.number
-                        and j.number is not null and o.id != j.id
-                        and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
-                    )
-                    order by j.id limit 1
-                    """,
-                    [stamp],
-                )
+                cursor = conn.execute(CLAIM, [stamp])
                 row = cursor.fetchone()
                 if row is None:
                     conn.execute("COMMIT")
