@@ -2,7 +2,8 @@
 
     python -m bench.bench_queue [--sizes 1000,10000] [--claims 300] [--engines sqlite,postgresql]
                                 [--pg postgresql://postgres@127.0.0.1:5432/test] [--explain]
-                                [--drain-seconds 20 --drain-workers 4 --drain-work 0.05]
+                                [--drain-seconds 20 --drain-workers 4 --drain-work 0.05
+                                 --drain-rate 250 --drain-prefill 0]
 
 Claim latency: a fresh store per size (a new SQLite file; a new PostgreSQL schema, dropped
 after) holding that many queued jobs spread as ``bench.queue_fill`` describes, plus as many
@@ -124,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain-work", type=float, default=0.05,
                         help="simulated processing seconds per job")
     parser.add_argument("--drain-rate", type=float, default=250.0, help="jobs enqueued per s")
+    parser.add_argument("--drain-prefill", type=int, default=0,
+                        help="queued jobs before the drain starts (start deep)")
     args = parser.parse_args(argv)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -135,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         for engine in engines:
             print_drain(run_drain(engine, args.pg, seconds=args.drain_seconds,
                                   workers=args.drain_workers, work=args.drain_work,
-                                  rate=args.drain_rate))
+                                  rate=args.drain_rate, prefill=args.drain_prefill))
     big = [r for r in results if r["queued"] >= 10_000]
     return 0 if all(r["p95"] <= TARGET_MS for r in big) else 1
 

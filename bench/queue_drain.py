@@ -5,7 +5,7 @@ over 2,000 pull requests) while the real ``bot.jobs.Workers`` claim and finish t
 only sleeps ``work`` seconds. With ``rate`` above the workers' capacity (``workers / work``) the
 backlog grows the whole time. Once a second the depth and the finished count are sampled; the
 drain rate per depth bucket is the jobs finished while the depth was in that bucket over the
-time it spent there. A queue whose claim slows with depth shows it as a falling rate.
+time it spent there (``prefill`` starts it deep). A queue whose claim slows with depth shows it as a falling rate.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bot.jobs import JobQueue, Workers
 
-from .queue_fill import close_store, open_store
+from .queue_fill import close_store, fill, open_store
 
 PRS = 2_000
 
@@ -72,10 +72,14 @@ def buckets(samples: list[tuple[float, int, int]], width: int) -> list[dict]:
 
 
 def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: float,
-              rate: float) -> dict:
+              rate: float, prefill: int = 0) -> dict:
+    """The drain on a fresh store; ``prefill`` queued jobs (``bench.queue_fill``) first, to
+    start deep."""
     with tempfile.TemporaryDirectory() as folder:
         bench = open_store(engine, Path(folder), pg_url)
         try:
+            if prefill:
+                fill(bench, prefill, history=0)
             queue = JobQueue(store=bench.store)
             samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate))
         finally:

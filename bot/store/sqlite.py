@@ -95,32 +95,51 @@ class SqliteQueueStore:
 
     # -- jobs --------------------------------------------------------------------------------
 
+    # enqueue and accept are the webhook's path: plain SQL, a handful of statements in one
+    # transaction (sqlite-utils' insert/get introspect the table each call, ~30 statements)
+
     def enqueue(self, kind: str, *, repo=None, number=None, installation_id=None, payload=None,
                 delivery_id=None, head_sha=None) -> int:
         with self.ledger.transaction():
-            if delivery_id:
-                rows = list(self.db["jobs"].rows_where(
-                    "delivery_id = ? and kind = ?", [delivery_id, kind]))
-                if rows:
-                    row = rows[0]
-                    if row["status"] == "failed":
-                        self.db["jobs"].update(row["id"], {"status": "queued", "attempts": 0,
-                                                           "run_after": 0.0, "error": None})
-                    return row["id"]
-            return self.db["jobs"].insert({
-                "delivery_id": delivery_id, "kind": kind, "repo": repo, "number": number,
-                "installation_id": installation_id, "head_sha": head_sha,
-                "payload": json.dumps(payload or {}), "status": "queued", "attempts": 0,
-                "run_after": 0.0, "created_at": now(),
-            }).last_pk
+            return self._enqueue(kind, repo, number, installation_id, payload, delivery_id,
+                                 head_sha)
+
+    def _enqueue(self, kind, repo, number, installation_id, payload, delivery_id,
+                 head_sha) -> int:
+        conn = self.db.conn
+        if delivery_id:
+            row = conn.execute("select id, status from jobs where delivery_id = ? and kind = ?",
+                               [delivery_id, kind]).fetchone()
+            if row:
+                if row[1] == "failed":  # a redelivery after a failure: queue it again
+                    conn.execute("update jobs set status = 'queued', attempts = 0, "
+                                 "run_after = 0.0, error = null where id = ?", [row[0]])
+                return row[0]
+        return conn.execute(
+            "insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, "
+            "payload, status, attempts, run_after, created_at) "
+            "values (?, ?, ?, ?, ?, ?, ?, 'queued', 0, 0.0, ?)",
+            [delivery_id, kind, repo, number, installation_id, head_sha,
+             json.dumps(payload or {}), now()]).lastrowid
 
     def accept(self, delivery_id, event, action, kind, *, repo=None, number=None,
                installation_id=None, payload=None, head_sha=None) -> int | None:
+        conn = self.db.conn
         with self.ledger.transaction():
-            if not self.ledger.record_delivery(delivery_id, event, action, repo, number):
-                return None
-            return self.enqueue(kind, repo=repo, number=number, installation_id=installation_id,
-                                payload=payload, delivery_id=delivery_id, head_sha=head_sha)
+            # tracker.ledger's record_delivery, in two statements
+            row = conn.execute("select processed_at from deliveries where id = ?",
+                               [delivery_id]).fetchone()
+            if row and row[0]:
+                return None  # already fully processed: a duplicate
+            if row:
+                conn.execute("update deliveries set attempts = attempts + 1 where id = ?",
+                             [delivery_id])
+            else:
+                conn.execute("insert into deliveries (id, event, action, repo, number, "
+                             "received_at, attempts) values (?, ?, ?, ?, ?, ?, 1)",
+                             [delivery_id, event, action, repo, number, now()])
+            return self._enqueue(kind, repo, number, installation_id, payload, delivery_id,
+                                 head_sha)
 
     def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
         conn = self.db.conn
