@@ -35,6 +35,11 @@ class RetryLater(Exception):
     """Raised by a handler for a failure worth trying again (GitHub down, rate limited)."""
 
 
+#: seconds between refreshes of the queue-depth gauge on enqueue and finish (a count of the
+#: backlog: at every webhook it would cost more the deeper the queue; ``/metrics`` always counts)
+DEPTH_EVERY = 1.0
+
+
 class JobQueue:
     """Enqueue, claim and finish jobs in a ``QueueStore`` (by default the ledger's file).
 
@@ -55,6 +60,7 @@ class JobQueue:
         self.lease = lease
         self.clock = clock
         self.wakeup = asyncio.Event()
+        self._depth_at = float("-inf")  # when the depth gauge was last refreshed (monotonic)
 
     async def call(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
         """Run a store call from the event loop: in a thread when the store is a network
@@ -89,7 +95,14 @@ class JobQueue:
 
     def _wake(self) -> None:
         self.wakeup.set()
-        metrics.QUEUE_DEPTH.set(self.depth())
+        self._gauge_depth()
+
+    def _gauge_depth(self) -> None:
+        """Refresh the depth gauge, at most every ``DEPTH_EVERY`` seconds."""
+        stamp = time.monotonic()
+        if stamp - self._depth_at >= DEPTH_EVERY:
+            self._depth_at = stamp
+            metrics.QUEUE_DEPTH.set(self.depth())
 
     def recover(self) -> int:
         """Queue again the jobs a dead process left running, and free the PR leases it held.
@@ -108,7 +121,7 @@ class JobQueue:
     def finish(self, job: Job, status: str = "done", error: str | None = None) -> None:
         self.store.finish(job.id, status, error)
         metrics.JOBS.labels(kind=job.kind, outcome=status).inc()
-        metrics.QUEUE_DEPTH.set(self.depth())
+        self._gauge_depth()
 
     def retry_later(self, job: Job, error: str) -> bool:
         """Queue a failed job again after a backoff; False (and failed) when out of attempts."""
