@@ -3,9 +3,10 @@
     python -m bench.bench_ack [--deliveries 200] [--rounds 5] [--baseline bare|none]
                               [--db sqlite | --db postgresql://...]
 
-Each round starts two servers, one after the other, each in a process of its own on 127.0.0.1,
-and sends both the same ``--deliveries`` signed deliveries all at once (``bench.load_webhooks``'
-mix and client: one connection each, as GitHub does), after a warm-up of 20 sent one by one:
+Each round starts two servers, one after the other (which goes first alternates by round), each
+in a process of its own on 127.0.0.1, and sends both the same ``--deliveries`` signed
+deliveries all at once (``bench.load_webhooks``' mix and client: one connection each, as GitHub
+does), after a warm-up of 20 sent one by one:
 
 * ``bare``: an aiohttp handler that reads the body, checks its HMAC in constant time and answers
   202, nothing else: the floor any webhook server on this machine and client has;
@@ -129,7 +130,8 @@ async def run(count: int, rounds: int, db: str, baseline: bool) -> list[dict]:
                             webhook_secret=secrets.token_hex(16), api_url="http://127.0.0.1:9",
                             db_path=target, workers=1, bot_login=fake.bot_login)
             row = {"round": r + 1}
-            for kind in (("bare", "app") if baseline else ("app",)):
+            kinds = ("bare", "app") if baseline else ("app",)
+            for kind in kinds if r % 2 == 0 else kinds[::-1]:  # alternate who goes first
                 latencies, statuses = await one_server(kind, config, batch, warmup)
                 row[kind] = {"p50": statistics.median(latencies),
                              "p99": percentile(latencies, 0.99),
