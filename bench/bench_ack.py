@@ -36,7 +36,6 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.load_webhooks import APP_ID, deliveries, percentile, send_all, setup_fake
 from bench.replay import throwaway_key

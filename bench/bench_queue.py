@@ -10,8 +10,8 @@ after) holding that many queued jobs spread as ``bench.queue_fill`` describes, p
 finished ones. Each sample times one ``store.claim`` (the real claim path: transaction, the
 claim query, the superseded check, the update); the claimed job is then finished and a new one
 queued on a new PR, untimed, so the depth holds. Two same-run baselines go through the same
-connection path: a trivial ``select * from jobs where status = 'queued' order by id limit 1`` (a round
-trip) and a one-row update in a transaction of its own (a durable commit, which a claim also
+connection path: a trivial ``select * from jobs where status = 'queued' order by id limit 1``
+(a round trip) and a one-row update in a transaction of its own (a durable commit, which a claim also
 is: on PostgreSQL its WAL flush is most of the claim). The target is 5 ms per claim at
 10,000 queued jobs. ``--explain`` prints the claim query's plan (SQLite ``EXPLAIN QUERY PLAN``,
 PostgreSQL ``EXPLAIN ANALYZE``) at each size.

@@ -14,6 +14,7 @@ import asyncio
 import random
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from bot.jobs import JobQueue, Workers
@@ -63,7 +64,7 @@ async def _drain(queue: JobQueue, seconds: float, workers: int, work: float,
 def buckets(samples: list[tuple[float, int, int]], width: int) -> list[dict]:
     """Per depth bucket: seconds spent there, jobs finished, rate."""
     out: dict[int, dict] = {}
-    for (t0, depth, done0), (t1, _, done1) in zip(samples, samples[1:]):
+    for (t0, depth, done0), (t1, _, done1) in pairwise(samples):
         b = out.setdefault(depth // width, {"low": depth // width * width, "seconds": 0.0,
                                             "finished": 0})
         b["seconds"] += t1 - t0
