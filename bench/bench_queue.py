@@ -11,10 +11,10 @@ finished ones. Each sample times one ``store.claim`` (the real claim path: trans
 claim query, the superseded check, the update); the claimed job is then finished and a new one
 queued on a new PR, untimed, so the depth holds. Two same-run baselines go through the same
 connection path: a trivial ``select * from jobs where status = 'queued' order by id limit 1``
-(a round trip) and a one-row update in a transaction of its own (a durable commit, which a claim also
-is: on PostgreSQL its WAL flush is most of the claim). The target is 5 ms per claim at
-10,000 queued jobs. ``--explain`` prints the claim query's plan (SQLite ``EXPLAIN QUERY PLAN``,
-PostgreSQL ``EXPLAIN ANALYZE``) at each size.
+(a round trip) and a one-row update in a transaction of its own (a durable commit, which a
+claim also makes). The target is 5 ms per claim at 10,000 queued jobs. ``--explain`` prints
+the claim query's plan (SQLite ``EXPLAIN QUERY PLAN``, PostgreSQL ``EXPLAIN ANALYZE``) at each
+size.
 
 Burst drain (``bench.queue_drain``): jobs arrive at 250/s while the real ``Workers`` claim and
 finish them with a fixed simulated processing time; the drain rate per depth bucket should stay
