@@ -4,7 +4,8 @@ It shares the ledger's connection, so a job and the delivery it settles commit t
 it owns the ``jobs`` table's migrations. A claim runs under ``BEGIN IMMEDIATE`` (SQLite's one
 writer), which is what keeps one PR's jobs in order. Deliveries, leases and installations are
 still written through the ledger's methods here, where the tracker's tests and the PR
-serializer (``tracker.serial``) reach them too.
+serializer (``tracker.serial``) reach them too, except on the webhook's own path: ``accept``
+records the delivery and queues its job in plain SQL, the same rows ``record_delivery`` writes.
 """
 
 from __future__ import annotations
