@@ -11,6 +11,7 @@ time it spent there (``prefill`` starts it deep). A queue whose claim slows with
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import tempfile
 import time
@@ -82,11 +83,13 @@ def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: f
             if prefill:
                 fill(bench, prefill, history=0)
             queue = JobQueue(store=bench.store)
+            logging.getLogger("bot.jobs").setLevel(logging.ERROR)  # "re-queued N job(s)"
             samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate))
         finally:
             close_store(bench)
     elapsed = samples[-1][0]
-    width = max(100, (samples[-1][1] // 6 + 99) // 100 * 100)
+    depths = [depth for _, depth, _ in samples]
+    width = max(100, ((max(depths) - min(depths)) // 6 + 99) // 100 * 100)
     return {"engine": engine, "workers": workers, "work": work, "rate": rate,
             "sent": sent, "elapsed": elapsed, "finished": samples[-1][2],
             "capacity": workers / work, "buckets": buckets(samples, width), "width": width}
