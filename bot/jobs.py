@@ -61,6 +61,7 @@ class JobQueue:
         self.clock = clock
         self.wakeup = asyncio.Event()
         self._depth_at = float("-inf")  # when the depth gauge was last refreshed (monotonic)
+        self._batch: list | None = None  # deliveries waiting for accept_soon's commit
 
     async def call(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
         """Run a store call from the event loop: in a thread when the store is a network
@@ -92,6 +93,44 @@ class JobQueue:
         if job_id is not None:
             self._wake()
         return job_id
+
+    async def accept_soon(self, delivery_id: str, event: str, action: str | None, kind: str,
+                          **fields) -> int | None:
+        """``accept`` from the event loop, with group commit on SQLite: deliveries that reach
+        this point in the same turn of the loop are recorded in one transaction, and each
+        caller resumes once it committed (a burst pays one commit per batch, not one per
+        delivery). A batch that fails is retried one delivery at a time, so one bad delivery
+        fails alone. A network store (PostgreSQL) accepts in a thread, one by one."""
+        if self.store.threaded or not hasattr(self.store, "accept_many"):
+            return await self.call(self.accept, delivery_id, event, action, kind, **fields)
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        if self._batch is None:
+            self._batch = []
+            loop.call_soon(self._commit_batch)
+        self._batch.append(((delivery_id, event, action, kind), fields, done))
+        return await done
+
+    def _commit_batch(self) -> None:
+        batch, self._batch = self._batch or [], None
+        try:
+            results: list = self.store.accept_many([(a, k) for a, k, _ in batch])
+        except Exception:  # noqa: BLE001 - one by one, so each gets its own outcome
+            results = []
+            for args, fields, _ in batch:
+                try:
+                    results.append(self.store.accept(*args, **fields))
+                except Exception as exc:  # noqa: BLE001 - handed to that delivery's caller
+                    results.append(exc)
+        for (_, _, done), result in zip(batch, results, strict=True):
+            if done.cancelled():
+                continue
+            if isinstance(result, Exception):
+                done.set_exception(result)
+            else:
+                done.set_result(result)
+        if any(r is not None and not isinstance(r, Exception) for r in results):
+            self._wake()
 
     def _wake(self) -> None:
         self.wakeup.set()

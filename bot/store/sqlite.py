@@ -125,22 +125,46 @@ class SqliteQueueStore:
 
     def accept(self, delivery_id, event, action, kind, *, repo=None, number=None,
                installation_id=None, payload=None, head_sha=None) -> int | None:
-        conn = self.db.conn
         with self.ledger.transaction():
-            # tracker.ledger's record_delivery, in two statements
+            return self._accept(delivery_id, event, action, kind, repo, number,
+                                installation_id, payload, head_sha)
+
+    def accept_many(self, deliveries: list[tuple[tuple, dict]]) -> list[int | None]:
+        """``accept`` for each ``(args, kwargs)``, all in one transaction (one commit: most
+        of what an acknowledgement costs); any failure rolls back all of them."""
+        with self.ledger.transaction():
+            return [self._accept(*args, kwargs.get("repo"), kwargs.get("number"),
+                                 kwargs.get("installation_id"), kwargs.get("payload"),
+                                 kwargs.get("head_sha")) for args, kwargs in deliveries]
+
+    def _accept(self, delivery_id, event, action, kind, repo, number, installation_id,
+                payload, head_sha) -> int | None:
+        """``tracker.ledger``'s ``record_delivery`` then ``_enqueue``; a new delivery (the
+        usual case) is two inserts."""
+        conn = self.db.conn
+        stamp = now()
+        if conn.execute("insert into deliveries (id, event, action, repo, number, received_at, "
+                        "attempts) values (?, ?, ?, ?, ?, ?, 1) on conflict (id) do nothing",
+                        [delivery_id, event, action, repo, number, stamp]).rowcount == 0:
             row = conn.execute("select processed_at from deliveries where id = ?",
                                [delivery_id]).fetchone()
-            if row and row[0]:
+            if row[0]:
                 return None  # already fully processed: a duplicate
-            if row:
-                conn.execute("update deliveries set attempts = attempts + 1 where id = ?",
-                             [delivery_id])
-            else:
-                conn.execute("insert into deliveries (id, event, action, repo, number, "
-                             "received_at, attempts) values (?, ?, ?, ?, ?, ?, 1)",
-                             [delivery_id, event, action, repo, number, now()])
+            conn.execute("update deliveries set attempts = attempts + 1 where id = ?",
+                         [delivery_id])
             return self._enqueue(kind, repo, number, installation_id, payload, delivery_id,
                                  head_sha)
+        cursor = conn.execute(
+            "insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, "
+            "payload, status, attempts, run_after, created_at) "
+            "values (?, ?, ?, ?, ?, ?, ?, 'queued', 0, 0.0, ?) "
+            "on conflict (delivery_id, kind) do nothing",
+            [delivery_id, kind, repo, number, installation_id, head_sha,
+             json.dumps(payload or {}), stamp])
+        if cursor.rowcount:
+            return cursor.lastrowid
+        return self._enqueue(kind, repo, number, installation_id, payload, delivery_id,
+                             head_sha)  # its job outlived the delivery's row
 
     def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
         conn = self.db.conn
