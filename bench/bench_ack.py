@@ -1,12 +1,13 @@
 """Acknowledgement bench (a script, not a test): the real webhook path against a bare handler.
 
-    python -m bench.bench_ack [--deliveries 200] [--rounds 5] [--baseline bare|none]
+    python -m bench.bench_ack [--deliveries 200] [--rounds 9] [--baseline bare|none]
                               [--db sqlite | --db postgresql://...]
 
-Each round starts two servers, one after the other (which goes first alternates by round), each
-in a process of its own on 127.0.0.1, and sends both the same ``--deliveries`` signed
-deliveries all at once (``bench.load_webhooks``' mix and client: one connection each, as GitHub
-does), after a warm-up of 20 sent one by one:
+Two servers run side by side, each in a process of its own on 127.0.0.1, started once and
+warmed up (20 deliveries one by one, then one untimed burst), as a server that has been up a
+while is. Each round then sends each of them ``--deliveries`` signed deliveries all at once
+(``bench.load_webhooks``' mix and client: one connection each, as GitHub does; fresh delivery
+ids every burst), alternating which goes first:
 
 * ``bare``: an aiohttp handler that reads the body, checks its HMAC in constant time and answers
   202, nothing else: the floor any webhook server on this machine and client has;
@@ -17,7 +18,7 @@ Both run under the same ``web.AppRunner`` (no access log), so the handler is the
 difference. Per round it prints p50 and p99 (client-measured, ms) of each; then the median over
 rounds of each and the ratio app p99 / bare p99. The target is a ratio of at most 1.5.
 
-``--db sqlite`` (default): a fresh ledger file per round. ``--db postgresql://...``: the app on
+``--db sqlite`` (default): a fresh ledger file for the run. ``--db postgresql://...``: the app on
 that database, when the server can run on it; otherwise the bench stops with the reason.
 """
 
@@ -93,49 +94,69 @@ class CannotServe(RuntimeError):
     """The app could not start on the database asked for."""
 
 
-async def one_server(kind: str, config: Config, batch: list[tuple[str, dict]],
-                     warmup: list[tuple[str, dict]]) -> tuple[list[float], list[int]]:
-    """Start ``kind``, warm it up, send ``batch`` at once; (latencies ms, statuses)."""
-    loop = asyncio.get_running_loop()
-    ours, theirs = multiprocessing.Pipe()
-    server = multiprocessing.get_context("spawn").Process(target=serve,
-                                                          args=(kind, config, theirs))
-    server.start()
-    try:
-        what, value = await loop.run_in_executor(None, ours.recv)
+class Server:
+    """One server process (``bare`` or ``app``) on 127.0.0.1 and the pipe that stops it."""
+
+    def __init__(self, kind: str, config: Config):
+        self.kind, self.config = kind, config
+        self.pipe, theirs = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context("spawn").Process(
+            target=serve, args=(kind, config, theirs))
+        self.url = ""
+
+    async def start(self) -> None:
+        self.process.start()
+        what, value = await asyncio.get_running_loop().run_in_executor(None, self.pipe.recv)
         if what == "error":
+            await self.stop()
             raise CannotServe(value)
-        url = f"http://127.0.0.1:{value}"
-        await send_all(url, config.webhook_secret, warmup, concurrent=False)
-        latencies, statuses, _ = await send_all(url, config.webhook_secret, batch)
-    finally:
-        if server.is_alive():
-            ours.send("stop")
-        await loop.run_in_executor(None, server.join, 30)
-    return latencies, statuses
+        self.url = f"http://127.0.0.1:{value}"
+
+    async def burst(self, batch: list[tuple[str, dict]], *, concurrent: bool = True
+                    ) -> tuple[list[float], list[int]]:
+        latencies, statuses, _ = await send_all(self.url, self.config.webhook_secret, batch,
+                                                concurrent=concurrent)
+        return latencies, statuses
+
+    async def stop(self) -> None:
+        if self.process.is_alive() and self.url:
+            self.pipe.send("stop")
+        await asyncio.get_running_loop().run_in_executor(None, self.process.join, 30)
 
 
 async def run(count: int, rounds: int, db: str, baseline: bool) -> list[dict]:
+    """Both servers started once and warmed up (``WARMUP`` deliveries one by one, then one
+    untimed burst), then ``rounds`` measured bursts each, alternating which goes first. Every
+    burst has fresh delivery ids, so the app records and queues every one."""
     private, public = throwaway_key()
     fake = FakeGitHub(APP_ID, public)
     setup_fake(fake)
-    batch = deliveries(fake, count)
-    warmup = deliveries(fake, WARMUP)
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        for r in range(rounds):
-            target = db if is_postgres(db) else str(Path(folder) / f"ledger{r}.db")
-            config = Config(app_id=str(APP_ID), private_key=private,
-                            webhook_secret=secrets.token_hex(16), api_url="http://127.0.0.1:9",
-                            db_path=target, workers=1, bot_login=fake.bot_login)
-            row = {"round": r + 1}
-            kinds = ("bare", "app") if baseline else ("app",)
-            for kind in kinds if r % 2 == 0 else kinds[::-1]:  # alternate who goes first
-                latencies, statuses = await one_server(kind, config, batch, warmup)
-                row[kind] = {"p50": statistics.median(latencies),
-                             "p99": percentile(latencies, 0.99),
-                             "ok": sum(s in (200, 202) for s in statuses)}
-            results.append(row)
+        target = db if is_postgres(db) else str(Path(folder) / "ledger.db")
+        config = Config(app_id=str(APP_ID), private_key=private,
+                        webhook_secret=secrets.token_hex(16), api_url="http://127.0.0.1:9",
+                        db_path=target, workers=1, bot_login=fake.bot_login)
+        kinds = ("bare", "app") if baseline else ("app",)
+        servers = {kind: Server(kind, config) for kind in kinds}
+        started = []
+        try:
+            for kind in ("app", *[k for k in kinds if k != "app"]):  # the app fails first
+                await servers[kind].start()
+                started.append(servers[kind])
+                await servers[kind].burst(deliveries(fake, WARMUP), concurrent=False)
+                await servers[kind].burst(deliveries(fake, count))
+            for r in range(rounds):
+                row = {"round": r + 1}
+                for kind in kinds if r % 2 == 0 else kinds[::-1]:
+                    latencies, statuses = await servers[kind].burst(deliveries(fake, count))
+                    row[kind] = {"p50": statistics.median(latencies),
+                                 "p99": percentile(latencies, 0.99),
+                                 "ok": sum(s in (200, 202) for s in statuses)}
+                results.append(row)
+        finally:
+            for server in started:
+                await server.stop()
     return results
 
 
@@ -164,7 +185,7 @@ def report(results: list[dict], count: int) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--deliveries", type=int, default=200, help="deliveries sent at once")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds (bare, then app, each)")
+    parser.add_argument("--rounds", type=int, default=9, help="measured bursts per server")
     parser.add_argument("--baseline", choices=("bare", "none"), default="bare")
     parser.add_argument("--db", default="sqlite",
                         help="sqlite (a fresh file per round) or postgresql://...")
