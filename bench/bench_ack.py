@@ -16,7 +16,9 @@ ids every burst), alternating which goes first:
 
 Both run under the same ``web.AppRunner`` (no access log), so the handler is the only
 difference. Per round it prints p50 and p99 (client-measured, ms) of each; then the median over
-rounds of each and the ratio app p99 / bare p99. The target is a ratio of at most 1.5.
+rounds of each and the ratio app p99 / bare p99 two ways: of the medians, and the median of each
+round's own ratio (its two bursts ran back to back, under the same load from elsewhere on the
+machine). The target is at most 1.5 for the worse of the two.
 
 ``--db sqlite`` (default): a fresh ledger file for the run. ``--db postgresql://...``: the app on
 that database, when the server can run on it; otherwise the bench stops with the reason.
@@ -175,9 +177,12 @@ def report(results: list[dict], count: int) -> float | None:
                                      f"{'':>8}" for k in kinds))
     if "bare" not in medians:
         return None
-    ratio = medians["app"]["p99"] / medians["bare"]["p99"]
+    of_medians = medians["app"]["p99"] / medians["bare"]["p99"]
+    paired = statistics.median(row["app"]["p99"] / row["bare"]["p99"] for row in results)
+    ratio = max(of_medians, paired)  # the worse of the two readings is the verdict
     verdict = "ok" if ratio <= TARGET else "OVER"
-    print(f"app p99 / bare p99 = {ratio:.2f} (target <= {TARGET:g}): {verdict}; "
+    print(f"app p99 / bare p99: {of_medians:.2f} (of the medians), {paired:.2f} (median of "
+          f"each round's, the two bursts back to back); target <= {TARGET:g}: {verdict}; "
           f"p50 ratio {medians['app']['p50'] / medians['bare']['p50']:.2f}")
     return ratio
 

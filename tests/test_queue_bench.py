@@ -4,6 +4,7 @@ asserts a duration)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections import Counter
 
@@ -115,9 +116,55 @@ def test_the_queue_bench_runs_small(capsys):
 def test_the_ack_bench_runs_small_and_refuses_an_engine_the_app_lacks(capsys):
     assert bench_ack.main(["--deliveries", "10", "--rounds", "1"]) in (0, 1)
     out = capsys.readouterr().out
-    assert "bare p99" in out and "app p99 / bare p99" in out
+    assert "bare p99" in out and "app p99 / bare p99:" in out
     assert "10" in out.splitlines()[2]  # every delivery answered by both servers
     code = bench_ack.main(["--deliveries", "5", "--rounds", "1",
                            "--db", "postgresql://postgres@127.0.0.1:9/none"])
     err = capsys.readouterr().err  # no ledger engine for it yet, or no server on port 9
     assert code == 2 and "the app cannot run on postgresql://" in err
+
+
+async def test_deliveries_arriving_together_commit_once_and_a_bad_one_fails_alone(store,
+                                                                                   monkeypatch):
+    queue = JobQueue(store=store)
+    batches = []
+    real_many = store.accept_many
+    monkeypatch.setattr(store, "accept_many", lambda items: batches.append(len(items))
+                        or real_many(items))
+    real_accept = store._accept  # both accept and accept_many record through it
+
+    def accept(delivery_id, *args):
+        if delivery_id == "bad":
+            raise sqlite3.IntegrityError("no")
+        return real_accept(delivery_id, *args)
+
+    monkeypatch.setattr(store, "_accept", accept)
+
+    def one(delivery, number):
+        return queue.accept_soon(delivery, "issue_comment", "created", "comment", repo="o/r",
+                                 number=number, installation_id=7, payload={"n": number})
+
+    ids = await asyncio.gather(one("a", 1), one("b", 2), one("a", 1))
+    assert batches == [3] and ids[0] == ids[2] != ids[1]  # one transaction; "a" is one job
+    assert store.delivery("a").attempts == 2
+    results = await asyncio.gather(one("c", 3), one("bad", 4), one("d", 5),
+                                   return_exceptions=True)
+    assert isinstance(results[1], sqlite3.IntegrityError)
+    assert all(isinstance(r, int) for r in (results[0], results[2]))
+    assert store.delivery("bad") is None and store.job(results[2]).payload == {"n": 5}
+    store.mark_processed("a")
+    assert await one("a", 1) is None  # a processed delivery is a duplicate, batched or not
+
+
+def test_the_payload_walk_keeps_its_limits():
+    from bot.github.body import MAX_DEPTH, parse_payload
+
+    def nested(levels: int) -> bytes:  # objects and arrays in turn, ``levels`` deep
+        return ('{"a":[' * (levels // 2) + "1" + "]}" * (levels // 2)).encode()
+
+    assert parse_payload(nested(MAX_DEPTH)) is not None
+    for bad in (nested(MAX_DEPTH + 2), b"[" * 5000 + b"]" * 5000,
+                b'{"a": [1, {"b": 9223372036854775808}]}', b"-9223372036854775809"):
+        with pytest.raises(ValueError):
+            parse_payload(bad)
+    assert parse_payload(b'{"a": [true, -9223372036854775808, 1.5e300, null, "x"]}')
