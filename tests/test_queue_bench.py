@@ -168,3 +168,25 @@ def test_the_payload_walk_keeps_its_limits():
         with pytest.raises(ValueError):
             parse_payload(bad)
     assert parse_payload(b'{"a": [true, -9223372036854775808, 1.5e300, null, "x"]}')
+
+
+@pytest.mark.parametrize("size", [100, 300_000])
+async def test_a_signed_body_is_read_whole_small_large_or_chunked(tmp_path, size):
+    from bench import payloads
+
+    from .server_kit import running_bot
+
+    async with running_bot(tmp_path, start_workers=False) as bot:
+        body = payloads.encode({"zen": "x" * size, "hook_id": 1})
+        secret = bot.config.webhook_secret
+        assert (await bot.post(body, payloads.headers("ping", body, secret)))[0] == 200
+
+        async def chunked():  # no Content-Length: read in chunks, spooled
+            for start in range(0, len(body), 70_000):
+                yield body[start:start + 70_000]
+
+        async with bot.session.post(f"{bot.url}/webhook", data=chunked(),
+                                    headers=payloads.headers("ping", body, secret)) as resp:
+            assert resp.status == 200
+        tampered = body[:-2] + b" }"
+        assert (await bot.post(tampered, payloads.headers("ping", body, secret)))[0] == 401
