@@ -62,6 +62,8 @@ class JobQueue:
         self.wakeup = asyncio.Event()
         self._depth_at = float("-inf")  # when the depth gauge was last refreshed (monotonic)
         self._batch: list | None = None  # deliveries waiting for accept_soon's commit
+        self._commits: set[asyncio.Task] = set()  # batches committing in a thread
+        self._loop: asyncio.AbstractEventLoop | None = None  # the workers', once seen
 
     async def call(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
         """Run a store call from the event loop: in a thread when the store is a network
@@ -96,12 +98,13 @@ class JobQueue:
 
     async def accept_soon(self, delivery_id: str, event: str, action: str | None, kind: str,
                           **fields) -> int | None:
-        """``accept`` from the event loop, with group commit on SQLite: deliveries that reach
-        this point in the same turn of the loop are recorded in one transaction, and each
-        caller resumes once it committed (a burst pays one commit per batch, not one per
-        delivery). A batch that fails is retried one delivery at a time, so one bad delivery
-        fails alone. A network store (PostgreSQL) accepts in a thread, one by one."""
-        if self.store.threaded or not hasattr(self.store, "accept_many"):
+        """``accept`` from the event loop, with group commit: deliveries that reach this
+        point in the same turn of the loop are recorded in one transaction, and each caller
+        resumes once it committed (a burst pays one commit per batch, not one per delivery).
+        On SQLite the batch commits on the loop; on a network store (PostgreSQL) in a thread,
+        while the next batch gathers. A batch that fails is retried one delivery at a time,
+        so one bad delivery fails alone."""
+        if not hasattr(self.store, "accept_many"):
             return await self.call(self.accept, delivery_id, event, action, kind, **fields)
         loop = asyncio.get_running_loop()
         done = loop.create_future()
@@ -113,15 +116,36 @@ class JobQueue:
 
     def _commit_batch(self) -> None:
         batch, self._batch = self._batch or [], None
+        if not self.store.threaded:
+            self._settle(batch, self._accept_batch(batch))
+            return
+        task = asyncio.ensure_future(self._commit_off_loop(batch))
+        self._commits.add(task)  # held until done (the loop keeps only weak references)
+        task.add_done_callback(self._commits.discard)
+
+    async def _commit_off_loop(self, batch: list) -> None:
         try:
-            results: list = self.store.accept_many([(a, k) for a, k, _ in batch])
+            results = await asyncio.to_thread(self._accept_batch, batch)
+        except asyncio.CancelledError:  # the server is stopping: the callers are told so
+            for _, _, done in batch:
+                done.cancel()
+            raise
+        self._settle(batch, results)
+
+    def _accept_batch(self, batch: list) -> list:
+        """The batch in one transaction; after a failure, one delivery at a time."""
+        try:
+            return self.store.accept_many([(a, k) for a, k, _ in batch])
         except Exception:  # noqa: BLE001 - one by one, so each gets its own outcome
-            results = []
+            results: list = []
             for args, fields, _ in batch:
                 try:
                     results.append(self.store.accept(*args, **fields))
                 except Exception as exc:  # noqa: BLE001 - handed to that delivery's caller
                     results.append(exc)
+            return results
+
+    def _settle(self, batch: list, results: list) -> None:
         for (_, _, done), result in zip(batch, results, strict=True):
             if done.cancelled():
                 continue
@@ -133,15 +157,37 @@ class JobQueue:
             self._wake()
 
     def _wake(self) -> None:
-        self.wakeup.set()
+        """Wake idle workers (from the loop, or from a thread running a store call) and
+        refresh the depth gauge."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a thread: the event belongs to the loop
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self.wakeup.set)
+        else:
+            self._loop = asyncio.get_running_loop()
+            self.wakeup.set()
         self._gauge_depth()
 
     def _gauge_depth(self) -> None:
-        """Refresh the depth gauge, at most every ``DEPTH_EVERY`` seconds."""
+        """Refresh the depth gauge, at most every ``DEPTH_EVERY`` seconds; never a network
+        store's query on the event loop."""
         stamp = time.monotonic()
-        if stamp - self._depth_at >= DEPTH_EVERY:
-            self._depth_at = stamp
+        if stamp - self._depth_at < DEPTH_EVERY:
+            return
+        self._depth_at = stamp
+        if self.store.threaded and self._loop is not None and self._on_loop():
+            self._loop.run_in_executor(None, lambda: metrics.QUEUE_DEPTH.set(self.depth()))
+        else:
             metrics.QUEUE_DEPTH.set(self.depth())
+
+    @staticmethod
+    def _on_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
 
     def recover(self) -> int:
         """Queue again the jobs a dead process left running, and free the PR leases it held.
@@ -218,6 +264,7 @@ class Workers:
         return out
 
     def start(self) -> None:
+        self.queue._loop = asyncio.get_running_loop()  # for wake-ups from store threads
         if self.queue.store.threaded:  # a shared store: take back dead replicas' jobs, often
             self._janitor = asyncio.create_task(self._take_back())
         else:

@@ -195,3 +195,43 @@ async def test_a_signed_body_is_read_whole_small_large_or_chunked(tmp_path, size
             assert resp.status == 200
         tampered = body[:-2] + b" }"
         assert (await bot.post(tampered, payloads.headers("ping", body, secret)))[0] == 401
+
+
+async def test_on_postgresql_a_burst_commits_together_in_a_thread_and_a_bad_one_fails_alone(
+        pg_schema, monkeypatch):
+    import threading
+
+    import psycopg
+
+    from tests.conftest import PG_URL
+
+    store = open_queue_store(PG_URL, schema=pg_schema)
+    try:
+        queue = JobQueue(store=store)
+        batches, threads = [], set()
+        real_many = store.accept_many
+
+        def many(items):
+            batches.append(len(items))
+            threads.add(threading.get_ident())
+            return real_many(items)
+
+        monkeypatch.setattr(store, "accept_many", many)
+
+        def one(delivery, number):
+            return queue.accept_soon(delivery, "issue_comment", "created", "comment",
+                                     repo="o/r", number=number, installation_id=7,
+                                     payload={"n": number})
+
+        ids = await asyncio.gather(one("a", 1), one("b", 2), one("a", 1))
+        assert batches == [3] and ids[0] == ids[2] != ids[1]  # one transaction, "a" one job
+        assert threads and threading.get_ident() not in threads  # off the event loop
+        assert store.delivery("a").attempts == 2
+        results = await asyncio.gather(one("c", 3), one("bad", 2 ** 40), one("d", 5),
+                                       return_exceptions=True)  # no integer column holds it
+        assert isinstance(results[1], psycopg.DataError) and batches[-1] == 3
+        assert store.delivery("bad") is None and store.job(results[2]).payload == {"n": 5}
+        store.mark_processed("a")
+        assert await one("a", 1) is None
+    finally:
+        store.close()

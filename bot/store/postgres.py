@@ -200,6 +200,49 @@ class PostgresQueueStore:
             return self._enqueue(conn, kind, repo, number, installation_id, payload,
                                  delivery_id, head_sha)
 
+    #: ``accept`` in one statement: the delivery recorded (or its attempt counted while it
+    #: is unprocessed), then its job queued; no row back for an already processed delivery
+    _ACCEPT = """
+        with d as (
+            insert into deliveries (id, event, action, repo, number, received_at, attempts)
+            values (%(delivery)s, %(event)s, %(action)s, %(repo)s, %(number)s, %(now)s, 1)
+            on conflict (id) do update set attempts = deliveries.attempts + 1
+                where deliveries.processed_at is null
+            returning id
+        )
+        insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, payload,
+                          created_at)
+        select %(delivery)s, %(kind)s, %(repo)s, %(number)s, %(installation)s, %(head)s,
+               %(payload)s, %(now)s
+        where exists (select 1 from d)
+        on conflict (delivery_id, kind) do update set
+            status = case when jobs.status = 'failed' then 'queued' else jobs.status end,
+            attempts = case when jobs.status = 'failed' then 0 else jobs.attempts end,
+            run_after = case when jobs.status = 'failed' then 0 else jobs.run_after end,
+            error = case when jobs.status = 'failed' then null else jobs.error end
+        returning id
+    """
+
+    def accept_many(self, deliveries: list[tuple[tuple, dict]]) -> list[int | None]:
+        """``accept`` for each ``(args, kwargs)``, all in one transaction: one statement each,
+        sent together (psycopg's pipelined ``executemany``), one durable commit for a burst's
+        worth; any failure rolls back all of them."""
+        stamp = now()
+        params = [{"delivery": delivery_id, "event": event, "action": action, "kind": kind,
+                   "repo": kw.get("repo"), "number": kw.get("number"),
+                   "installation": kw.get("installation_id"), "head": kw.get("head_sha"),
+                   "payload": json.dumps(kw.get("payload") or {}), "now": stamp}
+                  for (delivery_id, event, action, kind), kw in deliveries]
+        out: list[int | None] = []
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(self._ACCEPT, params, returning=True)
+            while True:
+                row = cur.fetchone()
+                out.append(row["id"] if row else None)
+                if not cur.nextset():
+                    break
+        return out
+
     def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
         with self.pool.connection() as conn:
             while True:
