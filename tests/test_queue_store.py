@@ -9,7 +9,6 @@ with the reason when no server answers at ``ROUNDWISE_TEST_PG``.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import threading
 import time
@@ -18,19 +17,8 @@ import pytest
 
 from bot.jobs import JobQueue, Workers
 from bot.store import open_queue_store
+from tests.conftest import PG_URL, pg_unreachable
 from tracker.ledger import now
-
-PG_URL = os.environ.get("ROUNDWISE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _pg_unreachable() -> str | None:
-    import psycopg
-
-    try:
-        psycopg.connect(PG_URL, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:  # no server, refused, no such database...
-        return f"PostgreSQL not reachable at {PG_URL} ({type(exc).__name__}: {exc})"
-    return None
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -43,7 +31,7 @@ def make(request, tmp_path):
             opened.append(open_queue_store(f"sqlite:///{path}"))
             return opened[-1]
     else:
-        reason = _pg_unreachable()
+        reason = pg_unreachable()
         if reason:
             pytest.skip(reason)
         schema = f"rw_test_{secrets.token_hex(6)}"

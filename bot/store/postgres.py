@@ -97,6 +97,17 @@ CLAIM = """
     for update skip locked
 """
 
+#: a job already queued for this delivery and kind stays as it is, unless it failed: then a
+#: redelivery queues it again, from scratch
+REQUEUE_FAILED = """
+    on conflict (delivery_id, kind) do update set
+        status = case when jobs.status = 'failed' then 'queued' else jobs.status end,
+        attempts = case when jobs.status = 'failed' then 0 else jobs.attempts end,
+        run_after = case when jobs.status = 'failed' then 0 else jobs.run_after end,
+        error = case when jobs.status = 'failed' then null else jobs.error end
+    returning id
+"""
+
 #: a PR's job that must wait: something of its PR is running, or queued before it
 BLOCKED = """
     select 1 from jobs where repo = %s and number = %s and id <> %s
@@ -172,13 +183,7 @@ class PostgresQueueStore:
         insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, payload,
                           created_at)
         values (%s, %s, %s, %s, %s, %s, %s, %s)
-        on conflict (delivery_id, kind) do update set
-            status = case when jobs.status = 'failed' then 'queued' else jobs.status end,
-            attempts = case when jobs.status = 'failed' then 0 else jobs.attempts end,
-            run_after = case when jobs.status = 'failed' then 0 else jobs.run_after end,
-            error = case when jobs.status = 'failed' then null else jobs.error end
-        returning id
-    """
+    """ + REQUEUE_FAILED
 
     def _enqueue(self, conn, kind, repo, number, installation_id, payload, delivery_id,
                  head_sha) -> int:
@@ -215,13 +220,7 @@ class PostgresQueueStore:
         select %(delivery)s, %(kind)s, %(repo)s, %(number)s, %(installation)s, %(head)s,
                %(payload)s, %(now)s
         where exists (select 1 from d)
-        on conflict (delivery_id, kind) do update set
-            status = case when jobs.status = 'failed' then 'queued' else jobs.status end,
-            attempts = case when jobs.status = 'failed' then 0 else jobs.attempts end,
-            run_after = case when jobs.status = 'failed' then 0 else jobs.run_after end,
-            error = case when jobs.status = 'failed' then null else jobs.error end
-        returning id
-    """
+    """ + REQUEUE_FAILED
 
     def accept_many(self, deliveries: list[tuple[tuple, dict]]) -> list[int | None]:
         """``accept`` for each ``(args, kwargs)``, all in one transaction: one statement each,
