@@ -301,7 +301,9 @@ class Run:
         for i in range(1, self.args.kills + 1):
             at = start + expected_seconds * i / (self.args.kills + 1)
             await asyncio.sleep(max(0.0, at - time.monotonic()))
-            running = self.running_by_pid()
+            waited = time.monotonic() + 5.0  # rather mid-round: wait a little for a busy one
+            while not (running := self.running_by_pid()) and time.monotonic() < waited:
+                await asyncio.sleep(0.02)
             live = [r for r in self.replicas if r.proc and r.proc.returncode is None]
             victim = max(live, key=lambda r: (running.get(r.proc.pid, 0), self.rng.random()))
             jobs = running.get(victim.proc.pid, 0)
@@ -474,7 +476,8 @@ async def run(args) -> int:
     problems: list[str] = []
     replicas: list[Replica] = []
     try:
-        async with FakeGitHub(APP_ID, public) as fake, aiohttp.ClientSession(
+        # GitHub's hourly limit (5,000 calls an installation) is not what this measures
+        async with FakeGitHub(APP_ID, public, rate_limit=10**9) as fake, aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=30)) as session:
             fake.add_installation(INSTALLATION, "cluster")
             fake.add_repo(REPO, INSTALLATION, files={"README.md": "cluster\n"})
@@ -629,7 +632,18 @@ def main(argv: list[str] | None = None) -> int:
               f"server there or pass --db postgresql://USER@HOST:PORT/DB", file=sys.stderr)
         return 2
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return asyncio.run(run(args))
+    return asyncio.run(interruptible(run(args)))
+
+
+async def interruptible(work) -> int:
+    """``work``, cancelled (so the replicas are stopped and the schema dropped) on SIGTERM."""
+    task = asyncio.ensure_future(work)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        print("load_cluster: interrupted", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
