@@ -14,6 +14,8 @@ later), some arrive out of order (a later push's delivery before the earlier one
 delivery a replica did not acknowledge (it was down) goes to the next replica with the same
 id, as a load balancer in front of GitHub's redelivery would. During the run the replica with
 the most running jobs is killed with SIGKILL ``--kills`` times and restarted on its port.
+``--github-latency`` makes the fake answer every call late (after applying it), so rounds take
+longer and the kills land in the middle of them.
 
 Then it waits for the queue to drain (``--timeout``) and checks: every delivery recorded once
 and processed, one job per delivery and none left queued or running (failed ones listed), no
@@ -472,6 +474,7 @@ async def run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="roundwise-load-cluster-"))
     result: dict = {"prs": args.prs, "pushes": args.pushes, "replicas": args.replicas,
                     "lease_s": args.lease, "rate": args.rate, "seed": args.seed,
+                    "github_latency_s": args.github_latency,
                     "schema": schema}
     problems: list[str] = []
     replicas: list[Replica] = []
@@ -479,6 +482,8 @@ async def run(args) -> int:
         # GitHub's hourly limit (5,000 calls an installation) is not what this measures
         async with FakeGitHub(APP_ID, public, rate_limit=10**9) as fake, aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=30)) as session:
+            if args.github_latency > 0:  # every answer late: kills land mid-round
+                fake.slow_next("*", ".", args.github_latency, times=10**12)
             fake.add_installation(INSTALLATION, "cluster")
             fake.add_repo(REPO, INSTALLATION, files={"README.md": "cluster\n"})
             for pr in range(1, args.prs + 1):
@@ -569,8 +574,8 @@ def report(r: dict, as_json: bool) -> None:
               f"max {r['ack_max_ms']} ms")
         kills = ", ".join(f"replica {k['replica']} at {k['at_s']} s with {k['running_jobs']} "
                           f"running" for k in r["kill_log"])
-        print(f"  kills {r['kills']} ({kills}); takeovers {r['takeovers']}; jobs run more than once "
-              f"{r['jobs_run_more_than_once']}; replica starts {r['replica_starts']}")
+        print(f"  kills {r['kills']} ({kills}); takeovers {r['takeovers']}; jobs run more "
+              f"than once {r['jobs_run_more_than_once']}; replica starts {r['replica_starts']}")
         print(f"  outcomes {r['outcomes']}; rounds {r['rounds']}")
         print(f"  reviews {r['reviews']} on {r['heads_reviewed']} heads; heads reviewed twice "
               f"{r['heads_reviewed_twice']}; comments posted twice "
@@ -585,6 +590,7 @@ def report(r: dict, as_json: bool) -> None:
          not any("final head" in p for p in r["problems"])),
         ("no comment posted twice", r.get("comments_posted_twice", 1) == 0),
         ("no job left behind or failed", not any("job" in p for p in r["problems"])),
+        ("no round left running or failed", not any("round(s)" in p for p in r["problems"])),
     ]
     for name, ok in checks:
         print(f"  [{'ok' if ok else 'FAIL'}] {name}")
@@ -605,7 +611,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=2, help="SIGKILLs of a replica, each "
                         "restarted (default 2)")
     parser.add_argument("--db", default=DEFAULT_DB,
-                        help=f"PostgreSQL database; a fresh schema is made in it (default {DEFAULT_DB})")
+                        help="PostgreSQL database; a fresh schema is made in it "
+                             f"(default {DEFAULT_DB})")
     parser.add_argument("--seed", type=int, default=10, help="random seed (default 10)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the schema and the replicas' logs")
@@ -620,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-of-order-rate", type=float, default=0.1,
                         help="share of pushes whose delivery is overtaken by the next push's "
                              "(default 0.1)")
+    parser.add_argument("--github-latency", type=float, default=0.0,
+                        help="seconds the fake GitHub takes to answer each call, after "
+                             "applying it (default 0)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds to wait for the queue to drain (default 600)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
