@@ -2,6 +2,6 @@
 
 __all__ = ["aacr", "bench_ledger", "bench_prompt_tokens", "bench_replay", "chaos", "cli",
            "context", "conversation", "diffs", "examples", "export", "export_cli", "fake_github",
-           "judge", "label_agreement", "load_webhooks", "metrics", "mine", "payloads", "posted",
-           "progress", "provenance", "replay", "report", "run", "scoring", "scripted_llm",
-           "stateless", "tasks", "tracking", "tune_tracking"]
+           "judge", "label_agreement", "load_cluster", "load_webhooks", "metrics", "mine",
+           "payloads", "posted", "progress", "provenance", "replay", "report", "run", "scoring",
+           "scripted_llm", "stateless", "tasks", "tracking", "tune_tracking"]

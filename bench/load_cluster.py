@@ -52,6 +52,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import aiohttp
 
 from bot import render
+from bot.review.llm_config import configure_litellm
 from tracker.lines import split_lines
 
 from . import payloads
@@ -459,8 +460,7 @@ def replica_env(args, fake: FakeGitHub, key: str, target: str) -> dict[str, str]
                 "GITHUB_PRIVATE_KEY": key, "GITHUB_WEBHOOK_SECRET": SECRET,
                 "GITHUB_API_URL": fake.url, "ROUNDWISE_DB": target,
                 "ROUNDWISE_BOT_LOGIN": fake.bot_login,
-                "ROUNDWISE_JOB_LEASE": str(args.lease),
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                "ROUNDWISE_JOB_LEASE": str(args.lease)})
     if args.workers:
         env["ROUNDWISE_WORKERS"] = str(args.workers)
     return env
@@ -641,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load_cluster: PostgreSQL is not reachable at {args.db} ({problem}); start a "
               f"server there or pass --db postgresql://USER@HOST:PORT/DB", file=sys.stderr)
         return 2
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    configure_litellm()  # a composition root (the replicas' ``roundwise`` does its own)
     return asyncio.run(interruptible(run(args)))
 
 
