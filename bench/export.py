@@ -61,10 +61,8 @@ def export_pr(ledger: Ledger, pr: dict, bot_logins: set[str] = frozenset()) -> d
     verdicts = classify(ledger, pr["id"], bot_logins)
     cards, decisions, dismissed = [], [], []
     for defect in ledger.defects(pr["id"]):
-        history = list(ledger.db["state_history"].rows_where("defect_id = ?", [defect.id],
-                                                             order_by="id"))
-        for c in ledger.db["defect_comments"].rows_where("defect_id = ?", [defect.id],
-                                                        order_by="id"):
+        history = ledger.history(pr["id"], defect.key)
+        for c in ledger.comments(pr["id"], defect.key):
             if c["posted_by_bot"] or c["author"] in bot_logins or not c["author"]:
                 continue
             n = _round_of(c["created_at"], starts)
@@ -76,7 +74,7 @@ def export_pr(ledger: Ledger, pr: dict, bot_logins: set[str] = frozenset()) -> d
                 event.update(path=defect.path, line=defect.line_end,
                              start_line=defect.line_start, side=defect.side)
             events.setdefault(n, []).append(event)
-        for s in ledger.db["signals"].rows_where("defect_id = ?", [defect.id], order_by="id"):
+        for s in ledger.signal_rows(pr["id"], defect.key):
             if s["kind"] in ("thread_resolved", "thread_unresolved") and s["round"] in events:
                 root = ledger.thread_root(pr["id"], defect.key)
                 events[s["round"]].append({"kind": s["kind"], "author": s["author"],
@@ -168,7 +166,7 @@ def export_tasks(ledger_path: str | Path, out: str | Path, *, repo: str | None =
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with Ledger(ledger_path) as ledger:
-        for pr in ledger.db["pull_requests"].rows_where(order_by="repo, number"):
+        for pr in ledger.pull_requests():
             if repo and pr["repo"] != repo or number is not None and pr["number"] != number:
                 continue
             if pr["status"] not in ("merged", "closed") and not include_open:

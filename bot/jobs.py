@@ -35,6 +35,11 @@ class RetryLater(Exception):
     """Raised by a handler for a failure worth trying again (GitHub down, rate limited)."""
 
 
+#: seconds between refreshes of the queue-depth gauge on enqueue and finish (a count of the
+#: backlog: at every webhook it would cost more the deeper the queue; ``/metrics`` always counts)
+DEPTH_EVERY = 1.0
+
+
 class JobQueue:
     """Enqueue, claim and finish jobs in a ``QueueStore`` (by default the ledger's file).
 
@@ -55,6 +60,8 @@ class JobQueue:
         self.lease = lease
         self.clock = clock
         self.wakeup = asyncio.Event()
+        self._depth_at = float("-inf")  # when the depth gauge was last refreshed (monotonic)
+        self._batch: list | None = None  # deliveries waiting for accept_soon's commit
 
     async def call(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
         """Run a store call from the event loop: in a thread when the store is a network
@@ -87,9 +94,54 @@ class JobQueue:
             self._wake()
         return job_id
 
+    async def accept_soon(self, delivery_id: str, event: str, action: str | None, kind: str,
+                          **fields) -> int | None:
+        """``accept`` from the event loop, with group commit on SQLite: deliveries that reach
+        this point in the same turn of the loop are recorded in one transaction, and each
+        caller resumes once it committed (a burst pays one commit per batch, not one per
+        delivery). A batch that fails is retried one delivery at a time, so one bad delivery
+        fails alone. A network store (PostgreSQL) accepts in a thread, one by one."""
+        if self.store.threaded or not hasattr(self.store, "accept_many"):
+            return await self.call(self.accept, delivery_id, event, action, kind, **fields)
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        if self._batch is None:
+            self._batch = []
+            loop.call_soon(self._commit_batch)
+        self._batch.append(((delivery_id, event, action, kind), fields, done))
+        return await done
+
+    def _commit_batch(self) -> None:
+        batch, self._batch = self._batch or [], None
+        try:
+            results: list = self.store.accept_many([(a, k) for a, k, _ in batch])
+        except Exception:  # noqa: BLE001 - one by one, so each gets its own outcome
+            results = []
+            for args, fields, _ in batch:
+                try:
+                    results.append(self.store.accept(*args, **fields))
+                except Exception as exc:  # noqa: BLE001 - handed to that delivery's caller
+                    results.append(exc)
+        for (_, _, done), result in zip(batch, results, strict=True):
+            if done.cancelled():
+                continue
+            if isinstance(result, Exception):
+                done.set_exception(result)
+            else:
+                done.set_result(result)
+        if any(r is not None and not isinstance(r, Exception) for r in results):
+            self._wake()
+
     def _wake(self) -> None:
         self.wakeup.set()
-        metrics.QUEUE_DEPTH.set(self.depth())
+        self._gauge_depth()
+
+    def _gauge_depth(self) -> None:
+        """Refresh the depth gauge, at most every ``DEPTH_EVERY`` seconds."""
+        stamp = time.monotonic()
+        if stamp - self._depth_at >= DEPTH_EVERY:
+            self._depth_at = stamp
+            metrics.QUEUE_DEPTH.set(self.depth())
 
     def recover(self) -> int:
         """Queue again the jobs a dead process left running, and free the PR leases it held.
@@ -108,7 +160,7 @@ class JobQueue:
     def finish(self, job: Job, status: str = "done", error: str | None = None) -> None:
         self.store.finish(job.id, status, error)
         metrics.JOBS.labels(kind=job.kind, outcome=status).inc()
-        metrics.QUEUE_DEPTH.set(self.depth())
+        self._gauge_depth()
 
     def retry_later(self, job: Job, error: str) -> bool:
         """Queue a failed job again after a backoff; False (and failed) when out of attempts."""

@@ -277,6 +277,9 @@ def test_ignoring_editing_signals_and_threads(any_ledger):
     ledger.add_signal(pr, d, 1, Signal("reviewer_disputes", "D1", "sam", "not a bug", 7))
     assert ledger.signals(pr, 1) == [Signal("reviewer_disputes", "D1", "sam", "not a bug", 7)]
     assert ledger.signals(pr, 2) == []
+    (row,) = ledger.signal_rows(pr, "D1")
+    assert (row["kind"], row["round"], row["author"], row["comment_id"]) == \
+        ("reviewer_disputes", 1, "sam", 7) and row["at"]
     ignored = ledger.set_ignored(pr, "D1", "rina", 1)
     assert ignored.ignored and ledger.defects(pr, include_ignored=False) == []
     assert ledger.history(pr, "D1")[-1]["rule"] == "ignored"

@@ -146,6 +146,20 @@ def test_an_overtaken_round_is_skipped_unless_forced(make):
     assert store.claim("w", stamp, 60).id == newest
 
 
+def test_an_overtaken_round_waits_behind_a_running_job_before_it_is_skipped(make):
+    store = make()
+    running = add(store, "round", delivery="r-1")
+    assert store.claim("w-a", time.time(), 60).id == running
+    overtaken, newest = add(store, "round", delivery="r-2"), add(store, "round", delivery="r-3")
+    other = add(store, "comment", number=2)
+    assert store.claim("w-b", time.time(), 60).id == other  # PR 1 waits for its running job
+    assert store.job(overtaken).status == "queued"  # blocked, not yet judged
+    assert store.claim("w-b", time.time(), 60) is None
+    store.finish(running, "done", None)
+    assert store.claim("w-b", time.time(), 60).id == newest
+    assert store.job(overtaken).status == "skipped"
+
+
 def test_a_delivery_makes_one_job_and_a_processed_one_is_a_duplicate(make):
     store = make()
     first = store.accept("g-1", "issue_comment", "created", "comment", repo="o/r", number=1,

@@ -535,6 +535,11 @@ class Ledger:
         return self._rows("select * from defect_comments where defect_id = ? order by id",
                           [defect.id])
 
+    def signal_rows(self, pr_id: int, key: str) -> list[dict]:
+        """Every signal recorded on a defect, with its round and time, oldest first."""
+        defect = self.defect(pr_id, key)
+        return self._rows("select * from signals where defect_id = ? order by id", [defect.id])
+
     def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
         """People's (not the bot's) comments on the PR's defects from ``since`` on: key,
         author, body, oldest first."""

@@ -192,10 +192,10 @@ async def handle_webhook(request: web.Request) -> web.Response:
         metrics.DELIVERIES.labels(event=_label(event), outcome="ignored").inc()
         return web.json_response({"ignored": target.reason})
     queue = state.queue
-    job_id = await queue.call(queue.accept, delivery, event, payload.get("action"), target.kind,
-                              repo=target.repo, number=target.number,
-                              installation_id=target.installation_id, payload=target.payload,
-                              head_sha=target.head_sha)
+    job_id = await queue.accept_soon(delivery, event, payload.get("action"), target.kind,
+                                     repo=target.repo, number=target.number,
+                                     installation_id=target.installation_id,
+                                     payload=target.payload, head_sha=target.head_sha)
     if job_id is None:
         metrics.DELIVERIES.labels(event=_label(event), outcome="duplicate").inc()
         return web.json_response({"duplicate": delivery})

@@ -470,6 +470,11 @@ class PostgresLedgerStore:
         return self._all("select * from defect_comments where defect_id = %s order by id",
                          [defect.id])
 
+    def signal_rows(self, pr_id: int, key: str) -> list[dict]:
+        """Every signal recorded on a defect, with its round and time, oldest first."""
+        defect = self.defect(pr_id, key)
+        return self._all("select * from signals where defect_id = %s order by id", [defect.id])
+
     def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
         """People's (not the bot's) comments on the PR's defects from ``since`` on."""
         return self._all(

@@ -84,6 +84,42 @@ MIGRATIONS: list[tuple[str, str]] = [
 #: candidates looked at per claim (the rest wait for the next poll)
 BATCH = 8
 
+#: up to BATCH candidates: the oldest queued and due jobs whose PR has nothing running and
+#: nothing older queued, locked (``bench.bench_queue --explain`` prints its plan)
+CLAIM = """
+    select * from jobs j where j.status = 'queued' and j.run_after <= %s
+    and not exists (
+        select 1 from jobs o where o.repo = j.repo and o.number = j.number
+        and j.number is not null and o.id <> j.id
+        and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
+    )
+    order by j.id limit %s
+    for update skip locked
+"""
+
+#: a PR's job that must wait: something of its PR is running, or queued before it
+BLOCKED = """
+    select 1 from jobs where repo = %s and number = %s and id <> %s
+    and (status = 'running' or (status = 'queued' and id < %s)) limit 1
+"""
+
+#: a candidate taken (marked running) unless its PR blocks it (BLOCKED) or, for a round, a
+#: newer queued round supersedes it; no row back: not taken (the caller looks which)
+TAKE = """
+    update jobs set status = 'running', owner = %(owner)s, started_at = %(now)s,
+        lease_until = %(until)s, attempts = attempts + 1
+    where id = %(id)s
+    and not exists (
+        select 1 from jobs o where o.repo = %(repo)s and o.number = %(number)s
+        and o.id <> %(id)s and (o.status = 'running' or (o.status = 'queued' and o.id < %(id)s))
+    )
+    and not (%(round)s and not %(force)s and exists (
+        select 1 from jobs n where n.repo = %(repo)s and n.number = %(number)s
+        and n.kind = 'round' and n.status = 'queued' and n.id > %(id)s
+    ))
+    returning *
+"""
+
 
 def migrate(pool: ConnectionPool, schema: str | None = None,
             migrations: list[tuple[str, str]] | None = None) -> list[str]:
@@ -173,54 +209,36 @@ class PostgresQueueStore:
                     return outcome
 
     def _claim_once(self, conn, owner: str, stamp: float, lease: float):
-        candidates = conn.execute(
-            """
-            select * from jobs j where j.status = 'queued' and j.run_after <= %s
-            and not exists (
-                select 1 from jobs o where o.repo = j.repo and o.number = j.number
-                and j.number is not null and o.id <> j.id
-                and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
-            )
-            order by j.id limit %s
-            for update skip locked
-            """,
-            [stamp, BATCH],
-        ).fetchall()
+        candidates = conn.execute(CLAIM, [stamp, BATCH]).fetchall()
         for job in candidates:
-            if job["number"] is not None:
-                # one claimer per PR at a time, then a fresh look at the PR's jobs
-                got = conn.execute("select pg_try_advisory_xact_lock(hashtext(%s), %s) as got",
-                                   [job["repo"], job["number"]]).fetchone()["got"]
-                if not got or conn.execute(
-                    "select 1 from jobs where repo = %s and number = %s and id <> %s "
-                    "and (status = 'running' or (status = 'queued' and id < %s)) limit 1",
-                    [job["repo"], job["number"], job["id"], job["id"]],
-                ).fetchone():
-                    continue
-            if job["kind"] == "round" and self._superseded(conn, job):
-                conn.execute("update jobs set status = 'skipped', finished_at = %s, error = %s "
-                             "where id = %s", [now(), "superseded by a newer push", job["id"]])
-                conn.execute("update deliveries set processed_at = %s, outcome = %s "
-                             "where id = %s",
-                             [now(), "skipped: superseded by a newer push", job["delivery_id"]])
-                from bot import metrics
+            if job["number"] is not None and not conn.execute(
+                    "select pg_try_advisory_xact_lock(hashtext(%s), %s) as got",
+                    [job["repo"], job["number"]]).fetchone()["got"]:
+                continue  # another claimer is deciding this PR's next job
+            # the usual case in one statement: take the job if, at a fresh look now that the
+            # PR's lock is held, nothing of its PR runs or is older, and no newer round
+            # supersedes it
+            row = conn.execute(TAKE, {
+                "id": job["id"], "repo": job["repo"], "number": job["number"],
+                "owner": owner, "now": now(), "until": stamp + lease,
+                "round": job["kind"] == "round",
+                "force": bool((job["payload"] or {}).get("force"))}).fetchone()
+            if row is not None:
+                return Job.from_row(row)
+            if conn.execute(BLOCKED, [job["repo"], job["number"], job["id"],
+                                      job["id"]]).fetchone():
+                continue
+            # not taken, not blocked: superseded by a newer round
+            conn.execute("update jobs set status = 'skipped', finished_at = %s, error = %s "
+                         "where id = %s", [now(), "superseded by a newer push", job["id"]])
+            conn.execute("update deliveries set processed_at = %s, outcome = %s "
+                         "where id = %s",
+                         [now(), "skipped: superseded by a newer push", job["delivery_id"]])
+            from bot import metrics
 
-                metrics.JOBS.labels(kind="round", outcome="skipped").inc()
-                return "skipped"
-            row = conn.execute(
-                "update jobs set status = 'running', owner = %s, started_at = %s, "
-                "lease_until = %s, attempts = attempts + 1 where id = %s returning *",
-                [owner, now(), stamp + lease, job["id"]]).fetchone()
-            return Job.from_row(row)
+            metrics.JOBS.labels(kind="round", outcome="skipped").inc()
+            return "skipped"
         return None
-
-    @staticmethod
-    def _superseded(conn, job: dict) -> bool:
-        newer = conn.execute(
-            "select 1 from jobs where repo = %s and number = %s and kind = 'round' "
-            "and status = 'queued' and id > %s limit 1",
-            [job["repo"], job["number"], job["id"]]).fetchone()
-        return newer is not None and not (job["payload"] or {}).get("force")
 
     def finish(self, job_id: int, status: str, error: str | None = None) -> None:
         self._count("update jobs set status = %s, finished_at = %s, error = %s where id = %s",

@@ -1,0 +1,107 @@
+"""Burst drain, for ``bench.bench_queue``: does the queue keep its workers busy as it grows?
+
+Jobs arrive at ``rate`` per second (``JobQueue.enqueue``, as webhooks would queue them, spread
+over 2,000 pull requests) while the real ``bot.jobs.Workers`` claim and finish them; the handler
+only sleeps ``work`` seconds. With ``rate`` above the workers' capacity (``workers / work``) the
+backlog grows the whole time. Once a second the depth and the finished count are sampled; the
+drain rate per depth bucket is the jobs finished while the depth was in that bucket over the
+time it spent there (``prefill`` starts it deep). A queue whose claim slows with depth shows it as a falling rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import tempfile
+import time
+from itertools import pairwise
+from pathlib import Path
+
+from bot.jobs import JobQueue, Workers
+
+from .queue_fill import close_store, fill, open_store
+
+PRS = 2_000
+
+
+async def _drain(queue: JobQueue, seconds: float, workers: int, work: float,
+                 rate: float) -> tuple[list[tuple[float, int, int]], int]:
+    finished = 0
+
+    async def handle(job) -> None:
+        nonlocal finished
+        await asyncio.sleep(work)
+        finished += 1
+
+    pool = Workers(queue, handle, count=workers, poll=0.05)
+    pool.start()
+    rng = random.Random(3)
+    samples: list[tuple[float, int, int]] = []
+    sent = 0
+    started = time.perf_counter()
+    next_sample = started
+    try:
+        while (now := time.perf_counter()) - started < seconds:
+            if now >= next_sample:
+                depth = await queue.call(queue.depth)
+                samples.append((now - started, depth, finished))
+                next_sample += 1.0
+            due = started + sent / rate
+            if due > now:
+                await asyncio.sleep(min(due - now, next_sample - now))
+                continue
+            number = rng.randrange(1, PRS + 1)
+            await queue.call(queue.enqueue, "comment", repo=f"drain/repo{number % 20}",
+                             number=number, installation_id=7, payload={})
+            sent += 1
+        samples.append((time.perf_counter() - started, await queue.call(queue.depth),
+                        finished))
+    finally:
+        await pool.stop()
+    return samples, sent
+
+
+def buckets(samples: list[tuple[float, int, int]], width: int) -> list[dict]:
+    """Per depth bucket: seconds spent there, jobs finished, rate."""
+    out: dict[int, dict] = {}
+    for (t0, depth, done0), (t1, _, done1) in pairwise(samples):
+        b = out.setdefault(depth // width, {"low": depth // width * width, "seconds": 0.0,
+                                            "finished": 0})
+        b["seconds"] += t1 - t0
+        b["finished"] += done1 - done0
+    return [dict(b, rate=b["finished"] / b["seconds"]) for _, b in sorted(out.items())]
+
+
+def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: float,
+              rate: float, prefill: int = 0) -> dict:
+    """The drain on a fresh store; ``prefill`` queued jobs (``bench.queue_fill``) first, to
+    start deep."""
+    with tempfile.TemporaryDirectory() as folder:
+        bench = open_store(engine, Path(folder), pg_url)
+        try:
+            if prefill:
+                fill(bench, prefill, history=0)
+            queue = JobQueue(store=bench.store)
+            logging.getLogger("bot.jobs").setLevel(logging.ERROR)  # "re-queued N job(s)"
+            samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate))
+        finally:
+            close_store(bench)
+    elapsed = samples[-1][0]
+    depths = [depth for _, depth, _ in samples]
+    width = max(100, ((max(depths) - min(depths)) // 6 + 99) // 100 * 100)
+    return {"engine": engine, "workers": workers, "work": work, "rate": rate,
+            "sent": sent, "elapsed": elapsed, "finished": samples[-1][2],
+            "capacity": workers / work, "buckets": buckets(samples, width), "width": width}
+
+
+def print_drain(r: dict) -> None:
+    print(f"\nburst drain, {r['engine']}: {r['sent']} jobs queued in {r['elapsed']:.1f} s "
+          f"({r['sent'] / r['elapsed']:.0f}/s asked {r['rate']:g}/s); {r['workers']} workers x "
+          f"{r['work'] * 1000:g} ms = capacity {r['capacity']:.0f} jobs/s; "
+          f"{r['finished']} finished")
+    print(f"{'depth':>15}{'seconds':>9}{'finished':>10}{'jobs/s':>9}{'of capacity':>13}")
+    for b in r["buckets"]:
+        span = f"{b['low']:,}-{b['low'] + r['width'] - 1:,}"
+        print(f"{span:>15}{b['seconds']:>9.1f}{b['finished']:>10}{b['rate']:>9.1f}"
+              f"{b['rate'] / r['capacity']:>12.0%}")
