@@ -646,9 +646,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def interruptible(work) -> int:
-    """``work``, cancelled (so the replicas are stopped and the schema dropped) on SIGTERM."""
+    """``work``, cancelled (so the replicas are stopped and the schema dropped) on SIGTERM or
+    Ctrl-C."""
     task = asyncio.ensure_future(work)
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, task.cancel)
     try:
         return await task
     except asyncio.CancelledError:
