@@ -27,7 +27,6 @@ import random
 import shutil
 import signal
 import socket
-import sqlite3
 import sys
 import tempfile
 import time
@@ -37,6 +36,8 @@ from pathlib import Path
 import aiohttp
 
 from bot import render
+from bot.store import open_queue_store
+from tracker.ledger import Ledger
 from tracker.lines import split_lines
 
 from . import payloads
@@ -200,14 +201,17 @@ class Soak:
 
 
 def pending(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db, timeout=5) as conn:
-        return dict(conn.execute("select status, count(*) from jobs group by status").fetchall())
+    store = open_queue_store(str(db))
+    try:
+        return store.job_counts()
+    finally:
+        store.close()
 
 
 def round_statuses(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db, timeout=5) as conn:
-        return dict(conn.execute("select status, count(*) from rounds group by status")
-                    .fetchall())
+    with Ledger(db) as ledger:
+        return dict(Counter(r["status"] for pr in ledger.pull_requests()
+                            for r in ledger.rounds(pr["id"])))
 
 
 def check(fake: FakeGitHub, prs: int) -> dict:

@@ -36,7 +36,7 @@ from bot.app import create_app
 from bot.config import Config
 from bot.github import RetryPolicy
 from bot.review.llm_config import configure_litellm
-from tracker.ledger import Ledger
+from bot.store import open_queue_store
 
 from . import payloads
 from .fake_github import FakeGitHub
@@ -155,8 +155,11 @@ async def run(count: int, workers: int) -> dict:
             await loop.run_in_executor(None, server.join, 30)
             if workers:
                 await fake.stop()
-        with Ledger(db) as ledger:
-            jobs = ledger.db["jobs"].count
+        store = open_queue_store(str(db))
+        try:
+            jobs = sum(store.job_counts().values())
+        finally:
+            store.close()
     return {"deliveries": count, "workers": workers, "statuses": sorted(set(statuses)),
             "accepted": sum(s in (200, 202) for s in statuses), "jobs": jobs,
             "alone_median_ms": statistics.median(one_by_one),

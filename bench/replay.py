@@ -33,6 +33,7 @@ from bot.config import Config
 from bot.github import RetryPolicy
 from bot.review.engine import Engine
 from bot.review.llm_config import LLMConfig
+from bot.store import open_queue_store
 from tracker.ledger import Ledger
 
 from . import payloads
@@ -98,6 +99,7 @@ class Harness:
         self.url = f"http://127.0.0.1:{port}"
         self.session = aiohttp.ClientSession()
         self.ledger = Ledger(self.db_path)  # a second connection, to observe
+        self.queue = open_queue_store(str(self.db_path), ledger=self.ledger)
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -120,19 +122,15 @@ class Harness:
         """Wait until the bot has no queued or running job for the PR."""
         deadline = time.monotonic() + self.timeout
         while True:
-            row = self.ledger.db.execute(
-                "select count(*) from jobs where repo = ? and number = ? "
-                "and status in ('queued', 'running')", [repo, number]).fetchone()
-            if row[0] == 0:
+            if self.queue.pending(repo, number) == 0:
                 return
             if time.monotonic() > deadline:
                 raise BotError(f"{repo}#{number}: jobs still pending after {self.timeout}s")
             await asyncio.sleep(0.02)
 
     def failed_jobs(self, repo: str, number: int) -> list[dict]:
-        return list(self.ledger.db.query(
-            "select id, kind, error from jobs where repo = ? and number = ? and status = "
-            "'failed'", [repo, number]))
+        return [{"id": j.id, "kind": j.kind, "error": j.error}
+                for j in self.queue.jobs(repo, number, "failed")]
 
 
 def bench_repo(task: Task) -> str:

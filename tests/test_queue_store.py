@@ -268,3 +268,18 @@ async def test_workers_drain_the_store_in_order(make):
         await workers.stop()
     assert seen == [0, 1, 2, 3, 4]
     assert queue.depth() == 0 and workers.problems() == []
+
+
+def test_jobs_are_listed_by_pr_and_status_and_counted_by_status(make):
+    store = make()
+    first = add(store, number=1)
+    second = add(store, number=2)
+    third = add(store, number=1)
+    job = store.claim("w", time.time(), 60)
+    store.finish(job.id, "failed", "GitHub down")
+    assert [j.id for j in store.jobs()] == [first, second, third]
+    assert [j.id for j in store.jobs("o/r", 1)] == [first, third]
+    (failed,) = store.jobs("o/r", 1, "failed")
+    assert (failed.id, failed.error) == (first, "GitHub down")
+    assert store.jobs("o/r", 3) == [] and store.jobs(status="running") == []
+    assert store.job_counts() == {"failed": 1, "queued": 2}

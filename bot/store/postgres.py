@@ -277,6 +277,20 @@ class PostgresQueueStore:
         row = self._one("select * from jobs where id = %s", [job_id])
         return Job.from_row(row) if row else None
 
+    def jobs(self, repo: str | None = None, number: int | None = None,
+             status: str | None = None) -> list[Job]:
+        from .sqlite import _job_filter
+
+        where, args = _job_filter(repo, number, status, "%s")
+        with self.pool.connection() as conn:
+            return [Job.from_row(r) for r in conn.execute(
+                f"select * from jobs{where} order by id", args).fetchall()]
+
+    def job_counts(self) -> dict[str, int]:
+        with self.pool.connection() as conn:
+            return {r["status"]: r["n"] for r in conn.execute(
+                "select status, count(*) as n from jobs group by status").fetchall()}
+
     def forced_since(self, repo: str, number: int, since: str) -> int:
         return self._one(
             "select count(*) as n from jobs where kind = 'round' and repo = %s "

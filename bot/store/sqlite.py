@@ -249,6 +249,17 @@ class SqliteQueueStore:
         row = self.ledger._get("jobs", job_id)
         return Job.from_row(row) if row else None
 
+    def jobs(self, repo: str | None = None, number: int | None = None,
+             status: str | None = None) -> list[Job]:
+        where, args = _job_filter(repo, number, status, "?")
+        return [Job.from_row(dict(zip([c[0] for c in cur.description], row, strict=True)))
+                for cur in [self.db.execute(f"select * from jobs{where} order by id", args)]
+                for row in cur.fetchall()]
+
+    def job_counts(self) -> dict[str, int]:
+        return dict(self.db.execute("select status, count(*) from jobs group by status")
+                    .fetchall())
+
     def forced_since(self, repo: str, number: int, since: str) -> int:
         return self.db.execute(
             "select count(*) from jobs where kind = 'round' and repo = ? and number = ? "
@@ -296,3 +307,13 @@ class SqliteQueueStore:
                 "and id not in (select delivery_id from jobs where delivery_id is not null)",
                 [before]).rowcount
         return {"jobs": jobs, "deliveries": deliveries}
+
+
+def _job_filter(repo: str | None, number: int | None, status: str | None,
+                mark: str) -> tuple[str, list]:
+    """A ``where`` clause over jobs for the filters given (``mark`` is the engine's
+    placeholder), and its arguments."""
+    terms = [(c, v) for c, v in (("repo", repo), ("number", number), ("status", status))
+             if v is not None]
+    where = " and ".join(f"{c} = {mark}" for c, _ in terms)
+    return (f" where {where}" if where else ""), [v for _, v in terms]
