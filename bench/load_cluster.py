@@ -53,6 +53,7 @@ import aiohttp
 
 from bot import render
 from bot.review.llm_config import configure_litellm
+from bot.store import LedgerStore, QueueStore, open_ledger_store, open_queue_store, split_schema
 from tracker.lines import split_lines
 
 from . import payloads
@@ -86,29 +87,36 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class Database:
-    """This script's own connection to the run's schema (the replicas have theirs)."""
+    """The run's schema: made and dropped over a plain connection, read through the same
+    stores the replicas use (``bot.store``: the queue's and the ledger's)."""
 
     def __init__(self, db: str, schema: str):
         import psycopg
-        from psycopg.rows import dict_row
 
-        conninfo = urlunsplit(urlsplit(db)._replace(query=urlencode(
-            [(k, v) for k, v in parse_qsl(urlsplit(db).query) if k != "schema"])))
-        self.conninfo, self.schema = conninfo, schema
-        self.conn = psycopg.connect(conninfo, autocommit=True, row_factory=dict_row,
+        self.target, self.schema = with_schema(db, schema), schema
+        self.conn = psycopg.connect(split_schema(self.target)[0], autocommit=True,
                                     connect_timeout=5)
+        self.queue: QueueStore | None = None
+        self.ledger: LedgerStore | None = None
 
     def create(self) -> None:
+        """The fresh schema, migrated (the replicas then find their tables ready)."""
         self.conn.execute(f'create schema "{self.schema}"')
-        self.conn.execute(f'set search_path to "{self.schema}"')
+        self.queue = open_queue_store(self.target)
+        self.ledger = open_ledger_store(self.target)
 
     def drop(self) -> None:
+        self.close_stores()
         self.conn.execute(f'drop schema if exists "{self.schema}" cascade')
 
-    def rows(self, query: str, params=()) -> list[dict]:
-        return self.conn.execute(query, params).fetchall()
+    def close_stores(self) -> None:
+        for store in (self.queue, self.ledger):
+            if store is not None:
+                store.close()
+        self.queue = self.ledger = None
 
     def close(self) -> None:
+        self.close_stores()
         self.conn.close()
 
 
@@ -291,8 +299,8 @@ class Run:
 
     def running_by_pid(self) -> Counter:
         owners = Counter()
-        for row in self.db.rows("select owner from jobs where status = 'running'"):
-            match = re.match(r"worker-(\d+)-", row["owner"] or "")
+        for job in self.db.queue.jobs(status="running"):
+            match = re.match(r"worker-(\d+)-", job.owner or "")
             if match:
                 owners[int(match.group(1))] += 1
         return owners
@@ -323,8 +331,8 @@ class Run:
     # -- waiting -----------------------------------------------------------------------------
 
     def unfinished(self) -> int:
-        return self.db.rows("select count(*) as n from jobs "
-                            "where status in ('queued', 'running')")[0]["n"]
+        counts = self.db.queue.job_counts()
+        return counts.get("queued", 0) + counts.get("running", 0)
 
     async def drain(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -379,57 +387,58 @@ def review_checks(fake: FakeGitHub, prs: int) -> tuple[dict, list[str]]:
 
 def ledger_checks(db: Database, sent: dict[str, Delivery], fake: FakeGitHub) -> tuple[dict,
                                                                                       list[str]]:
-    """From the database: every delivery once and processed, one job each, none left
+    """From the stores: every delivery recorded once and processed, one job each, none left
     behind, every final head's round complete, no round left running or failed."""
     problems: list[str] = []
-    rows = {r["id"]: r for r in db.rows("select id, processed_at, outcome, attempts "
-                                        "from deliveries")}
+    queue, ledger = db.queue, db.ledger
+    found = {i: queue.delivery(i) for i in sent}  # the id is the deliveries' key: once
+    rows = {i: d for i, d in found.items() if d is not None}
     missing = sorted(set(sent) - set(rows))
-    unprocessed = sorted(i for i in sent if i in rows and not rows[i]["processed_at"])
+    unprocessed = sorted(i for i, d in rows.items() if not d.processed_at)
     if missing:
         problems.append(f"{len(missing)} deliveries never recorded: {missing[:5]}")
     if unprocessed:
         problems.append(f"{len(unprocessed)} deliveries not processed: {unprocessed[:5]}")
-    extra = sorted(set(rows) - set(sent))
-    if extra:
-        problems.append(f"{len(extra)} deliveries recorded that were never sent: {extra[:5]}")
-    per_delivery = Counter(r["delivery_id"] for r in db.rows("select delivery_id from jobs"))
+    all_jobs = queue.jobs()
+    per_delivery = Counter(j.delivery_id for j in all_jobs)
     doubled = {d: n for d, n in per_delivery.items() if n > 1}
     if doubled:
         problems.append(f"deliveries with more than one job: {list(doubled.items())[:5]}")
-    jobs = {r["status"]: r["n"] for r in
-            db.rows("select status, count(*) as n from jobs group by status")}
+    jobless = sorted(set(sent) - set(per_delivery))
+    if jobless:
+        problems.append(f"{len(jobless)} deliveries without a job: {jobless[:5]}")
+    jobs = dict(Counter(j.status for j in all_jobs))
     left = jobs.get("queued", 0) + jobs.get("running", 0)
     if left:
         problems.append(f"{left} job(s) left queued or running")
-    failed = db.rows("select id, delivery_id, attempts, error from jobs "
-                     "where status = 'failed' order by id")
+    failed = [j for j in all_jobs if j.status == "failed"]
     for job in failed:
-        problems.append(f"job {job['id']} ({job['delivery_id']}) failed after "
-                        f"{job['attempts']} attempt(s): {(job['error'] or '')[:200]}")
+        problems.append(f"job {job.id} ({job.delivery_id}) failed after {job.attempts} "
+                        f"attempt(s): {(job.error or '')[:200]}")
     outcomes = Counter(re.sub(r"round \d+ complete.*", "round complete",
                               re.sub(r"[0-9a-f]{7} was already reviewed in round \d+",
-                                     "already reviewed", r["outcome"] or "?"))
-                       for r in rows.values())
-    rounds = {r["status"]: r["n"] for r in
-              db.rows("select status, count(*) as n from rounds group by status")}
-    stuck = rounds.get("running", 0) + rounds.get("failed", 0)
+                                     "already reviewed", d.outcome or "?"))
+                       for d in rows.values())
+    rounds: Counter = Counter()
+    complete: set[tuple[int, str]] = set()
+    for pr in ledger.pull_requests(REPO):
+        for rnd in ledger.rounds(pr["id"]):
+            rounds[rnd["status"]] += 1
+            if rnd["status"] == "complete":
+                complete.add((pr["number"], rnd["head_sha"]))
+    stuck = rounds["running"] + rounds["failed"]
     if stuck:
         problems.append(f"{stuck} round(s) left running or failed")
-    complete = {(r["number"], r["head_sha"]) for r in db.rows(
-        "select p.number, r.head_sha from rounds r join pull_requests p on p.id = r.pr_id "
-        "where r.status = 'complete'")}
     prs = sorted({d.pr for d in sent.values()})
     incomplete = [pr for pr in prs if (pr, fake.head_sha(REPO, pr)) not in complete]
     if incomplete:
         problems.append(f"final head without a complete round: PRs {incomplete[:20]}")
-    attempts = Counter(r["attempts"] for r in db.rows("select attempts from jobs"))
     return {"deliveries_recorded": len(rows),
-            "deliveries_processed": sum(bool(r["processed_at"]) for r in rows.values()),
-            "delivery_attempts": sum(r["attempts"] for r in rows.values()),
+            "deliveries_processed": sum(bool(d.processed_at) for d in rows.values()),
+            "delivery_attempts": sum(d.attempts for d in rows.values()),
             "jobs": jobs, "failed_jobs": len(failed),
-            "jobs_run_more_than_once": sum(n for a, n in attempts.items() if a > 1),
-            "outcomes": dict(outcomes.most_common()), "rounds": rounds}, problems
+            "jobs_run_more_than_once": sum(j.attempts > 1 for j in all_jobs),
+            "outcomes": dict(outcomes.most_common()), "rounds": dict(rounds)}, problems
 
 
 def takeovers(logs: list[Path]) -> int:
