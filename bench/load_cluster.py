@@ -312,10 +312,12 @@ class Run:
         for i in range(1, self.args.kills + 1):
             at = start + expected_seconds * i / (self.args.kills + 1)
             await asyncio.sleep(max(0.0, at - time.monotonic()))
-            waited = time.monotonic() + 5.0  # rather mid-round: wait a little for a busy one
-            while not (running := self.running_by_pid()) and time.monotonic() < waited:
-                await asyncio.sleep(0.02)
             live = [r for r in self.replicas if r.proc and r.proc.returncode is None]
+            pids = {r.proc.pid for r in live}  # not a killed one whose jobs await takeover
+            waited = time.monotonic() + 5.0  # rather mid-round: wait a little for a busy one
+            while not (pids & set(running := self.running_by_pid())) and \
+                    time.monotonic() < waited:
+                await asyncio.sleep(0.02)
             victim = max(live, key=lambda r: (running.get(r.proc.pid, 0), self.rng.random()))
             jobs = running.get(victim.proc.pid, 0)
             pid = victim.proc.pid
