@@ -227,6 +227,11 @@ class Bot:
                 raise TimeoutError(f"jobs still pending: {self.jobs()}")
             await asyncio.sleep(0.02)
 
+    def delivery(self, delivery_id: str) -> dict | None:
+        """The delivery's row as the queue store keeps it."""
+        found = self.state.queue.store.delivery(delivery_id)
+        return vars(found) if found else None
+
     def jobs(self, kind: str | None = None) -> list[dict]:
         where, args = ("kind = ?", [kind]) if kind else ("1", [])
         return list(self.ledger.db["jobs"].rows_where(where, args, order_by="id"))

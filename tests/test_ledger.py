@@ -137,15 +137,6 @@ def test_usage_adds_up(any_ledger):
     assert (row["prompt_tokens"], row["completion_tokens"], row["cost"]) == (150, 25, 0.75)
 
 
-def test_deliveries_are_processed_once_but_redelivery_finishes_an_unprocessed_one(ledger):
-    assert ledger.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is True
-    # GitHub redelivers with the same id after a failure: not processed yet, so run it again
-    assert ledger.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is True
-    assert ledger.delivery("g-1")["attempts"] == 2
-    ledger.mark_processed("g-1", "ok")
-    assert ledger.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is False
-
-
 def test_comments_link_to_defects_and_threads(any_ledger):
     ledger = any_ledger
     pr = ledger.pull_request("o/r", 1)["id"]
@@ -173,8 +164,10 @@ def test_ledger_is_readable_with_the_sqlite_utils_cli(tmp_path):
     assert rows[0]["key"] == "D1" and rows[0]["description"] == "cache checked after the DB call"
 
 
-async def test_rounds_of_one_pr_never_interleave_but_different_prs_do(ledger):
-    serial = PRSerializer(ledger, poll=0.005)
+async def test_rounds_of_one_pr_never_interleave_but_different_prs_do(tmp_path):
+    from bot.store import open_queue_store
+
+    serial = PRSerializer(open_queue_store(str(tmp_path / "l.db")), poll=0.005)
     log = []
     both_inside = asyncio.Event()
     inside = set()
@@ -196,8 +189,11 @@ async def test_rounds_of_one_pr_never_interleave_but_different_prs_do(ledger):
 
 
 def test_leases_serialise_across_connections(tmp_path):
-    path = tmp_path / "l.db"
-    with Ledger(path) as one, Ledger(path) as two:
+    from bot.store import open_queue_store
+
+    path = str(tmp_path / "l.db")
+    one, two = open_queue_store(path), open_queue_store(path)
+    try:
         assert one.acquire_lease(5, "proc-a") is True
         assert two.acquire_lease(5, "proc-b") is False
         assert two.acquire_lease(6, "proc-b") is True
@@ -205,3 +201,6 @@ def test_leases_serialise_across_connections(tmp_path):
         assert two.acquire_lease(5, "proc-b") is True
         assert one.acquire_lease(7, "proc-a", ttl=-1) is True  # an expired lease
         assert two.acquire_lease(7, "proc-b") is True
+    finally:
+        one.close()
+        two.close()

@@ -283,3 +283,15 @@ def test_jobs_are_listed_by_pr_and_status_and_counted_by_status(make):
     assert (failed.id, failed.error) == (first, "GitHub down")
     assert store.jobs("o/r", 3) == [] and store.jobs(status="running") == []
     assert store.job_counts() == {"failed": 1, "queued": 2}
+
+
+def test_a_redelivery_of_an_unprocessed_delivery_counts_an_attempt(make):
+    store = make()
+    assert store.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is True
+    # GitHub redelivers with the same id after a failure: not processed yet, so run it again
+    assert store.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is True
+    assert store.delivery("g-1").attempts == 2 and store.delivery("g-1").processed_at is None
+    store.mark_processed("g-1", "ok")
+    assert store.delivery("g-1").outcome == "ok"
+    assert store.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is False
+    assert store.delivery("nope") is None

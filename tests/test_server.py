@@ -221,7 +221,7 @@ async def test_the_same_delivery_twice_makes_one_job_and_one_round(tmp_path):
         assert len(bot.jobs()) == 1 and bot.jobs()[0]["status"] == "done"
         assert len(bot.rounds()) == 1 and len(bot.bot_reviews()) == 1
         assert len(bot.bot_comments()) == 1
-        delivery = bot.ledger.delivery("same-id")
+        delivery = bot.delivery("same-id")
         assert delivery["attempts"] == 2 and delivery["processed_at"]
         assert delivery["outcome"].startswith("round 1 complete")
 
@@ -236,7 +236,7 @@ async def test_a_redelivery_after_a_failed_job_runs_it_again(tmp_path):
         assert job["status"] == "failed"
         assert f"GET /repos/{REPO}/pulls/{NUMBER}" in job["error"]
         assert bot.rounds() == [] and bot.bot_reviews() == []
-        assert not bot.ledger.delivery("flaky")["processed_at"]
+        assert not bot.delivery("flaky")["processed_at"]
 
         assert await bot.pull_request("opened", "flaky") == (202, {"queued": job["id"]})
         await bot.idle()
@@ -244,7 +244,7 @@ async def test_a_redelivery_after_a_failed_job_runs_it_again(tmp_path):
         assert (job["status"], job["attempts"], job["error"]) == ("done", 1, None)
         assert [r["status"] for r in bot.rounds()] == ["complete"]
         assert len(bot.bot_reviews()) == 1
-        assert bot.ledger.delivery("flaky")["processed_at"]
+        assert bot.delivery("flaky")["processed_at"]
 
 
 async def test_a_push_superseded_before_it_started_is_skipped(tmp_path):
@@ -263,7 +263,7 @@ async def test_a_push_superseded_before_it_started_is_skipped(tmp_path):
             [(1, HEAD2, "complete")]
         assert [r["commit_id"] for r in bot.bot_reviews()] == [HEAD2]
         # The skipped delivery counts as processed: redelivering it changes nothing.
-        assert bot.ledger.delivery("push-1")["outcome"].startswith("skipped")
+        assert bot.delivery("push-1")["outcome"].startswith("skipped")
         assert await bot.pull_request("opened", "push-1") == (200, {"duplicate": "push-1"})
 
 

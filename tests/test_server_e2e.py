@@ -406,7 +406,7 @@ async def test_drafts_are_skipped_until_ready_for_review(tmp_path):
         await bot.idle()
         [job] = bot.jobs()
         assert job["status"] == "done" and bot.rounds() == []
-        assert bot.ledger.delivery(job["delivery_id"])["outcome"] == "skipped: draft pull request"
+        assert bot.delivery(job["delivery_id"])["outcome"] == "skipped: draft pull request"
         assert bot.bot_reviews() == [] and bot.bot_comments() == []
 
         bot.fake.set_draft(REPO, NUMBER, False)

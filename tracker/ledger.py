@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -84,21 +83,6 @@ class Ledger:
     def transaction(self):
         """A context manager: everything inside commits together or not at all."""
         return self.db.atomic()
-
-    # -- installations -----------------------------------------------------------------------
-
-    def upsert_installation(self, installation_id: int, account: str | None, suspended=False):
-        row = {"id": installation_id, "account": account, "suspended": int(suspended)}
-        row["updated_at"] = now()
-        if not self._exists("installations", installation_id):
-            row["created_at"] = row["updated_at"]
-        self.db["installations"].upsert(row, pk="id")
-
-    def remove_installation(self, installation_id: int) -> None:
-        self.db["installations"].delete_where("id = ?", [installation_id])
-
-    def installation(self, installation_id: int) -> dict | None:
-        return self._get("installations", installation_id)
 
     # -- pull requests -----------------------------------------------------------------------
 
@@ -484,34 +468,6 @@ class Ledger:
             " group by p.repo, v.kind, v.transition, v.verdict "
             "order by p.repo, v.kind, v.transition", args))
 
-    # -- per-PR leases (cross-process serialisation) ------------------------------------------
-
-    def acquire_lease(self, pr_id: int, owner: str, ttl: float = 600.0) -> bool:
-        """Take the PR's lease unless another live owner holds it; True when taken."""
-        stamp = time.time()
-        conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute(
-                "select owner, expires_at from leases where pr_id = ?", [pr_id]
-            ).fetchone()
-            if row and row[0] != owner and row[1] > stamp:
-                conn.execute("ROLLBACK")
-                return False
-            conn.execute(
-                "insert or replace into leases (pr_id, owner, expires_at) values (?, ?, ?)",
-                [pr_id, owner, stamp + ttl],
-            )
-            conn.execute("COMMIT")
-            return True
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def release_lease(self, pr_id: int, owner: str) -> None:
-        with self.transaction():
-            self.db.execute("delete from leases where pr_id = ? and owner = ?", [pr_id, owner])
-
     # -- GitHub comments and threads ---------------------------------------------------------
 
     def attach_comment(self, defect_id: int, comment_id: int, *, kind: str = "review_comment",
@@ -559,30 +515,6 @@ class Ledger:
     def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
         defect = self.defect(pr_id, key)
         self._update("defects", defect.id, {"thread_node_id": node_id})
-
-    # -- webhook deliveries ------------------------------------------------------------------
-
-    def delivery(self, delivery_id: str) -> dict | None:
-        return self._get("deliveries", delivery_id)
-
-    def record_delivery(self, delivery_id: str, event: str, action: str | None,
-                        repo: str | None = None, number: int | None = None) -> bool:
-        """Note a received delivery. False when it was already fully processed."""
-        with self.transaction():
-            row = self.delivery(delivery_id)
-            if row and row["processed_at"]:
-                return False
-            if row:
-                self.db["deliveries"].update(delivery_id, {"attempts": row["attempts"] + 1})
-            else:
-                self.db["deliveries"].insert(
-                    {"id": delivery_id, "event": event, "action": action, "repo": repo,
-                     "number": number, "received_at": now(), "attempts": 1}
-                )
-        return True
-
-    def mark_processed(self, delivery_id: str, outcome: str = "ok") -> None:
-        self.db["deliveries"].update(delivery_id, {"processed_at": now(), "outcome": outcome})
 
     def heartbeat(self) -> None:
         """Write one row (``/healthz``: the database takes writes); raises when it cannot."""

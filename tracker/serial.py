@@ -2,8 +2,8 @@
 
 Inside one process an asyncio lock per PR orders the work; across processes sharing the
 database a lease row does (it expires, so a crashed holder cannot block a PR forever). The
-leases live in whatever store is given: the SQLite ledger, or the server's queue store (the
-bot's PostgreSQL one says ``threaded``: its calls then run in a thread, off the event loop).
+leases live in the server's queue store (``bot.store``; one on PostgreSQL says ``threaded``:
+its calls then run in a thread, off the event loop).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Protocol
-
-from .ledger import Ledger
 
 
 class LeaseStore(Protocol):
@@ -28,7 +26,7 @@ class LeaseStore(Protocol):
 class PRSerializer:
     """``async with serializer.hold(pr_id): ...`` runs the block alone for that PR."""
 
-    def __init__(self, ledger: Ledger | LeaseStore, *, owner: str | None = None,
+    def __init__(self, ledger: LeaseStore, *, owner: str | None = None,
                  ttl: float = 900.0, poll: float = 0.05):
         self.ledger = ledger
         self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"

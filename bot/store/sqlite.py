@@ -3,14 +3,14 @@
 It shares the ledger's connection, so a job and the delivery it settles commit together, and
 it owns the ``jobs`` table's migrations. A claim runs under ``BEGIN IMMEDIATE`` (SQLite's one
 writer), which is what keeps one PR's jobs in order. Deliveries, leases and installations are
-still written through the ledger's methods here, where the tracker's tests and the PR
-serializer (``tracker.serial``) reach them too, except on the webhook's own path: ``accept``
-records the delivery and queues its job in plain SQL, the same rows ``record_delivery`` writes.
+this store's too (their tables stay in the ledger's schema, created with it); ``accept``
+records the delivery and queues its job in the same transaction.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
@@ -266,33 +266,82 @@ class SqliteQueueStore:
             "and json_extract(payload, '$.force') = 1 and created_at >= ?",
             [repo, number, since]).fetchone()[0]
 
-    # -- deliveries, leases, installations (the ledger's methods, see the docstring) ----------
+    # -- deliveries, leases, installations --------------------------------------------------
 
-    def record_delivery(self, delivery_id, event, action, repo=None, number=None) -> bool:
-        return self.ledger.record_delivery(delivery_id, event, action, repo, number)
+    def record_delivery(self, delivery_id: str, event: str, action: str | None,
+                        repo: str | None = None, number: int | None = None) -> bool:
+        """Note a received delivery. False when it was already fully processed."""
+        with self.ledger.transaction():
+            row = self.db.execute("select processed_at from deliveries where id = ?",
+                                  [delivery_id]).fetchone()
+            if row and row[0]:
+                return False
+            if row:
+                self.db.execute("update deliveries set attempts = attempts + 1 where id = ?",
+                                [delivery_id])
+            else:
+                self.db.execute(
+                    "insert into deliveries (id, event, action, repo, number, received_at, "
+                    "attempts) values (?, ?, ?, ?, ?, ?, 1)",
+                    [delivery_id, event, action, repo, number, now()])
+        return True
 
     def mark_processed(self, delivery_id: str, outcome: str = "ok") -> None:
-        self.ledger.mark_processed(delivery_id, outcome)
+        with self.ledger.transaction():
+            self.db.execute("update deliveries set processed_at = ?, outcome = ? where id = ?",
+                            [now(), outcome, delivery_id])
 
     def delivery(self, delivery_id: str) -> Delivery | None:
-        row = self.ledger.delivery(delivery_id)
+        row = self._row("select * from deliveries where id = ?", [delivery_id])
         return Delivery.from_row(row) if row else None
 
     def acquire_lease(self, pr_id: int, owner: str, ttl: float = 600.0) -> bool:
-        return self.ledger.acquire_lease(pr_id, owner, ttl)
+        """Take the PR's lease unless another live owner holds it; True when taken. The read
+        and the write run under ``BEGIN IMMEDIATE`` (the one writer), so two processes
+        cannot both see the lease free and both take it."""
+        stamp = time.time()
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("select owner, expires_at from leases where pr_id = ?",
+                               [pr_id]).fetchone()
+            if row and row[0] != owner and row[1] > stamp:
+                conn.execute("ROLLBACK")
+                return False
+            conn.execute("insert or replace into leases (pr_id, owner, expires_at) "
+                         "values (?, ?, ?)", [pr_id, owner, stamp + ttl])
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def release_lease(self, pr_id: int, owner: str) -> None:
-        self.ledger.release_lease(pr_id, owner)
+        with self.ledger.transaction():
+            self.db.execute("delete from leases where pr_id = ? and owner = ?", [pr_id, owner])
 
-    def upsert_installation(self, installation_id, account, suspended=False) -> None:
-        self.ledger.upsert_installation(installation_id, account, suspended)
+    def upsert_installation(self, installation_id: int, account: str | None,
+                            suspended: bool = False) -> None:
+        stamp = now()
+        with self.ledger.transaction():
+            self.db.execute(
+                "insert into installations (id, account, suspended, created_at, updated_at) "
+                "values (?, ?, ?, ?, ?) on conflict (id) do update set account = "
+                "excluded.account, suspended = excluded.suspended, updated_at = "
+                "excluded.updated_at", [installation_id, account, int(suspended), stamp, stamp])
 
     def remove_installation(self, installation_id: int) -> None:
-        self.ledger.remove_installation(installation_id)
+        with self.ledger.transaction():
+            self.db.execute("delete from installations where id = ?", [installation_id])
 
     def installation(self, installation_id: int) -> Installation | None:
-        row = self.ledger.installation(installation_id)
+        row = self._row("select * from installations where id = ?", [installation_id])
         return Installation(row["id"], row["account"], bool(row["suspended"])) if row else None
+
+    def _row(self, query: str, args: list) -> dict | None:
+        cur = self.db.execute(query, args)
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row, strict=True)) if row else None
 
     # -- retention ---------------------------------------------------------------------------
 
