@@ -1,7 +1,7 @@
 """The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""
 
 __all__ = ["app", "appkeys", "checks", "cli", "commands", "config", "confine", "dbcli",
-           "disconnects", "envfile", "forced", "forge", "github", "handlers", "health", "home",
-           "jobs", "live", "local", "localgit", "logs", "metrics", "render", "retention",
+           "disconnects", "envfile", "fixpatch", "forced", "forge", "github", "handlers", "health", "home",
+           "jobs", "live", "local", "localgit", "logs", "metrics", "overview", "render", "retention",
            "review", "round", "sarif", "serving", "settings", "setup", "startup", "stats",
            "store", "summary", "textreport"]
