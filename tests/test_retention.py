@@ -129,9 +129,9 @@ def test_db_migrate_and_prune_on_postgresql(capsys):
 
     import psycopg
 
-    from .test_queue_store import PG_URL, _pg_unreachable
+    from .conftest import PG_URL, pg_unreachable
 
-    reason = _pg_unreachable()
+    reason = pg_unreachable()
     if reason:
         pytest.skip(reason)
     schema = f"rw_cli_{secrets.token_hex(6)}"
