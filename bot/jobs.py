@@ -110,18 +110,22 @@ class JobQueue:
         done = loop.create_future()
         if self._batch is None:
             self._batch = []
-            loop.call_soon(self._commit_batch)
+            if not self._commits:  # else the commit under way starts this batch when done
+                loop.call_soon(self._commit_batch)
         self._batch.append(((delivery_id, event, action, kind), fields, done))
         return await done
 
     def _commit_batch(self) -> None:
         batch, self._batch = self._batch or [], None
+        if not batch:
+            return
         if not self.store.threaded:
             self._settle(batch, self._accept_batch(batch))
             return
+        # One batch commits at a time; what arrives meanwhile waits and goes in the next,
+        # so a burst pays a few durable commits, not one per loop turn.
         task = asyncio.ensure_future(self._commit_off_loop(batch))
         self._commits.add(task)  # held until done (the loop keeps only weak references)
-        task.add_done_callback(self._commits.discard)
 
     async def _commit_off_loop(self, batch: list) -> None:
         try:
@@ -130,20 +134,27 @@ class JobQueue:
             for _, _, done in batch:
                 done.cancel()
             raise
+        finally:
+            self._commits.discard(asyncio.current_task())
         self._settle(batch, results)
+        if self._batch:
+            self._commit_batch()
+
+    def _accept_each(self, batch: list) -> list:
+        results: list = []
+        for args, fields, _ in batch:
+            try:
+                results.append(self.store.accept(*args, **fields))
+            except Exception as exc:  # noqa: BLE001 - handed to that delivery's caller
+                results.append(exc)
+        return results
 
     def _accept_batch(self, batch: list) -> list:
         """The batch in one transaction; after a failure, one delivery at a time."""
         try:
             return self.store.accept_many([(a, k) for a, k, _ in batch])
         except Exception:  # noqa: BLE001 - one by one, so each gets its own outcome
-            results: list = []
-            for args, fields, _ in batch:
-                try:
-                    results.append(self.store.accept(*args, **fields))
-                except Exception as exc:  # noqa: BLE001 - handed to that delivery's caller
-                    results.append(exc)
-            return results
+            return self._accept_each(batch)
 
     def _settle(self, batch: list, results: list) -> None:
         for (_, _, done), result in zip(batch, results, strict=True):

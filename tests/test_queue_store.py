@@ -283,3 +283,21 @@ def test_a_redelivery_of_an_unprocessed_delivery_counts_an_attempt(make):
     assert store.delivery("g-1").outcome == "ok"
     assert store.record_delivery("g-1", "pull_request", "opened", "o/r", 1) is False
     assert store.delivery("nope") is None
+
+
+def test_accept_many_records_queues_skips_processed_and_requeues_failed_in_one_go(make):
+    store = make()
+    item = lambda d, n: ((d, "issue_comment", "created", "comment"),
+                         {"repo": "o/r", "number": n, "installation_id": 7, "payload": {"n": n}})
+    first = store.accept_many([item("x", 1), item("y", 2), item("z", 3)])
+    assert len(set(first)) == 3 and None not in first
+    store.mark_processed("y")
+    store.finish(first[2], "failed", "boom")
+    again = store.accept_many([item("x", 1), item("y", 2), item("z", 3), item("w", 4)])
+    assert again[0] == first[0]  # unprocessed: the same job, one more attempt
+    assert again[1] is None  # processed: a duplicate
+    assert again[2] == first[2] and store.job(first[2]).status == "queued"  # failed: again
+    assert again[3] not in first and store.job(again[3]).payload == {"n": 4}
+    assert [store.delivery(d).attempts for d in "xyzw"] == [2, 1, 2, 1]
+    twice = store.accept_many([item("v", 5), item("v", 5)])  # one delivery twice in a batch
+    assert twice[0] == twice[1] and store.delivery("v").attempts == 2

@@ -205,42 +205,45 @@ class PostgresQueueStore:
             return self._enqueue(conn, kind, repo, number, installation_id, payload,
                                  delivery_id, head_sha)
 
-    #: ``accept`` in one statement: the delivery recorded (or its attempt counted while it
-    #: is unprocessed), then its job queued; no row back for an already processed delivery
-    _ACCEPT = """
-        with d as (
+    #: ``accept`` for a whole batch in one statement: the deliveries recorded (or an attempt
+    #: counted for an unprocessed one), then a job queued for each recorded; a processed
+    #: delivery gets none. The batch must not name one delivery twice (``accept_many``).
+    _ACCEPT_MANY = """
+        with given as (
+            select * from unnest(%(delivery)s::text[], %(event)s::text[], %(action)s::text[],
+                                 %(kind)s::text[], %(repo)s::text[], %(number)s::integer[],
+                                 %(installation)s::bigint[], %(head)s::text[],
+                                 %(payload)s::jsonb[])
+                as t(delivery, event, action, kind, repo, number, installation, head, payload)
+        ), d as (
             insert into deliveries (id, event, action, repo, number, received_at, attempts)
-            values (%(delivery)s, %(event)s, %(action)s, %(repo)s, %(number)s, %(now)s, 1)
+            select delivery, event, action, repo, number, %(now)s, 1 from given
             on conflict (id) do update set attempts = deliveries.attempts + 1
                 where deliveries.processed_at is null
             returning id
         )
         insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, payload,
                           created_at)
-        select %(delivery)s, %(kind)s, %(repo)s, %(number)s, %(installation)s, %(head)s,
-               %(payload)s, %(now)s
-        where exists (select 1 from d)
-    """ + REQUEUE_FAILED
+        select delivery, kind, repo, number, installation, head, payload, %(now)s
+        from given where delivery in (select id from d)
+    """ + REQUEUE_FAILED.replace("returning id", "returning id, delivery_id")
 
     def accept_many(self, deliveries: list[tuple[tuple, dict]]) -> list[int | None]:
-        """``accept`` for each ``(args, kwargs)``, all in one transaction: one statement each,
-        sent together (psycopg's pipelined ``executemany``), one durable commit for a burst's
-        worth; any failure rolls back all of them."""
-        stamp = now()
-        params = [{"delivery": delivery_id, "event": event, "action": action, "kind": kind,
-                   "repo": kw.get("repo"), "number": kw.get("number"),
-                   "installation": kw.get("installation_id"), "head": kw.get("head_sha"),
-                   "payload": json.dumps(kw.get("payload") or {}), "now": stamp}
-                  for (delivery_id, event, action, kind), kw in deliveries]
-        out: list[int | None] = []
-        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            cur.executemany(self._ACCEPT, params, returning=True)
-            while True:
-                row = cur.fetchone()
-                out.append(row["id"] if row else None)
-                if not cur.nextset():
-                    break
-        return out
+        """``accept`` for each ``(args, kwargs)``, all in one transaction and one statement
+        (one round trip, one durable commit for a burst's worth); any failure rolls back all
+        of them. A batch naming one delivery twice goes one by one, in order."""
+        ids = [args[0] for args, _ in deliveries]
+        if len(set(ids)) < len(ids):
+            with self.pool.connection() as conn, conn.transaction():
+                return [self._enqueue(conn, kind, kw.get("repo"), kw.get("number"),
+                                      kw.get("installation_id"), kw.get("payload"), delivery,
+                                      kw.get("head_sha"))
+                        if self._record_delivery(conn, delivery, event, action, kw.get("repo"),
+                                                 kw.get("number")) else None
+                        for (delivery, event, action, kind), kw in deliveries]
+        with self.pool.connection() as conn, conn.transaction():
+            rows = conn.execute(self._ACCEPT_MANY, _columns(deliveries)).fetchall()
+        return _jobs_by_delivery(ids, rows)
 
     def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
         with self.pool.connection() as conn:
@@ -410,3 +413,23 @@ class PostgresQueueStore:
                 "and not exists (select 1 from jobs j where j.delivery_id = d.id)",
                 [before]).rowcount
         return {"jobs": jobs, "deliveries": deliveries}
+
+
+def _columns(deliveries: list[tuple[tuple, dict]]) -> dict[str, object]:
+    """``accept_many``'s batch as the arrays ``_ACCEPT_MANY`` unnests, and the time."""
+    columns: dict[str, list] = {k: [] for k in ("delivery", "event", "action", "kind", "repo",
+                                                 "number", "installation", "head", "payload")}
+    for (delivery, event, action, kind), kw in deliveries:
+        for key, value in (("delivery", delivery), ("event", event), ("action", action),
+                           ("kind", kind), ("repo", kw.get("repo")),
+                           ("number", kw.get("number")),
+                           ("installation", kw.get("installation_id")),
+                           ("head", kw.get("head_sha")),
+                           ("payload", json.dumps(kw.get("payload") or {}))):
+            columns[key].append(value)
+    return {**columns, "now": now()}
+
+
+def _jobs_by_delivery(ids: list[str], rows: list[dict]) -> list[int | None]:
+    job_of = {r["delivery_id"]: r["id"] for r in rows}
+    return [job_of.get(delivery) for delivery in ids]
