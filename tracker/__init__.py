@@ -8,19 +8,23 @@ defects and signals. No network I/O happens in this package.
 
 __all__ = [
            "anchors",
+           "batch",
            "decide",
            "dedupe",
            "discussion",
            "intake",
            "interdiff",
            "ledger",
+           "ledger_base",
            "lifecycle",
+           "lines",
            "models",
            "paths",
            "rules",
            "schema",
            "scope",
            "serial",
+           "store",
            "subject",
            "verdicts",
 ]

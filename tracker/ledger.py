@@ -16,19 +16,15 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Self
 
 from sqlite_utils import Database
 
 from .anchors import fingerprint as code_fingerprint
 from .batch import WRITTEN, apply_decisions, state_before
+from .ledger_base import LedgerBase, now
 from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 from .schema import migrations
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @contextmanager
@@ -51,7 +47,7 @@ class LedgerError(Exception):
     """A request the ledger cannot honour (unknown PR, unknown defect, ...)."""
 
 
-class Ledger:
+class Ledger(LedgerBase):
     """Read and write the defect ledger stored in one SQLite file.
 
     ``path`` may be ``":memory:"`` for throwaway use. The connection may be used from the thread
@@ -73,12 +69,6 @@ class Ledger:
 
     def close(self) -> None:
         self.db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def transaction(self):
         """A context manager: everything inside commits together or not at all."""
@@ -138,10 +128,6 @@ class Ledger:
     def round(self, pr_id: int, number: int) -> dict | None:
         rows = self._rows("select * from rounds where pr_id = ? and number = ?", [pr_id, number])
         return rows[0] if rows else None
-
-    def update_round(self, round_id: int, **fields) -> None:
-        """Set a round's columns (its check run, what the check shows)."""
-        self._update("rounds", round_id, fields)
 
     def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
         where, args = "pr_id = ?", [pr_id]
@@ -379,19 +365,6 @@ class Ledger:
             self.db.execute("update rounds set plan = ? where pr_id = ? and number = ?",
                             [json.dumps(plan), pr_id, number])
 
-    def plan(self, pr_id: int, number: int) -> dict | None:
-        row = self.round(pr_id, number)
-        return json.loads(row["plan"]) if row and row.get("plan") else None
-
-    def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:
-        """Stop reporting a defect (``/roundwise ignore``); its history stays."""
-        defect = self.defect(pr_id, key)
-        with self.transaction():
-            self._update("defects", defect.id, {"ignored": 1, "updated_at": now()})
-            self._history(defect.id, round_number, defect.state, "ignored",
-                          f"ignored by {by}", DecidedBy.HUMAN)
-        return self.defect(pr_id, key)
-
     def set_description(self, pr_id: int, key: str, description: str) -> Defect:
         """A person edited the comment that raised a defect: its description follows."""
         defect = self.defect(pr_id, key)
@@ -504,17 +477,6 @@ class Ledger:
             "on d.id = c.defect_id where d.pr_id = ? and c.posted_by_bot = 0 "
             "and c.created_at >= ? order by c.id", [pr_id, since or ""])
         return [dict(r) for r in rows]
-
-    def thread_root(self, pr_id: int, key: str) -> dict | None:
-        """The top-level review comment of a defect's thread, if it has one."""
-        for row in self.comments(pr_id, key):
-            if row["kind"] == "review_comment" and not row["in_reply_to"]:
-                return row
-        return None
-
-    def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
-        defect = self.defect(pr_id, key)
-        self._update("defects", defect.id, {"thread_node_id": node_id})
 
     def heartbeat(self) -> None:
         """Write one row (``/healthz``: the database takes writes); raises when it cannot."""

@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions, state_before
 from tracker.ledger import LedgerError, now
+from tracker.ledger_base import LedgerBase
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 from tracker.store import dump_defects
@@ -56,7 +57,7 @@ def _defect(row: dict) -> Defect:
         thread_node_id=row["thread_node_id"], anchor_sha=row["anchor_sha"])
 
 
-class PostgresLedgerStore:
+class PostgresLedgerStore(LedgerBase):
     """The defect ledger in PostgreSQL (see the module docstring). ``schema``: the schema its
     tables live in (created when missing); the connection's search path otherwise."""
 
@@ -77,12 +78,6 @@ class PostgresLedgerStore:
 
     def close(self) -> None:
         self.pool.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # -- connections and transactions -------------------------------------------------------
 
@@ -187,10 +182,6 @@ class PostgresLedgerStore:
         return self._one("select * from rounds where pr_id = %s and number = %s",
                          [pr_id, number])
 
-    def update_round(self, round_id: int, **fields) -> None:
-        """Set a round's columns (its check run, what the check shows)."""
-        self._update("rounds", round_id, fields)
-
     def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
         if status:
             return self._one("select * from rounds where pr_id = %s and status = %s "
@@ -255,10 +246,6 @@ class PostgresLedgerStore:
         """Keep a round's computed plan until the round completes."""
         self._run("update rounds set plan = %s where pr_id = %s and number = %s",
                   [json.dumps(plan), pr_id, number])
-
-    def plan(self, pr_id: int, number: int) -> dict | None:
-        row = self.round(pr_id, number)
-        return json.loads(row["plan"]) if row and row.get("plan") else None
 
     # -- defects -----------------------------------------------------------------------------
 
@@ -390,15 +377,6 @@ class PostgresLedgerStore:
                         "decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)", history)
             return self._add_defects(pr_id, new_findings, keys, round_number, head_sha)
 
-    def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:
-        """Stop reporting a defect (``/roundwise ignore``); its history stays."""
-        defect = self.defect(pr_id, key)
-        with self.transaction():
-            self._update("defects", defect.id, {"ignored": 1, "updated_at": now()})
-            self._history(defect.id, round_number, defect.state, "ignored",
-                          f"ignored by {by}", DecidedBy.HUMAN)
-        return self.defect(pr_id, key)
-
     def set_description(self, pr_id: int, key: str, description: str) -> Defect:
         """A person edited the comment that raised a defect: its description follows."""
         defect = self.defect(pr_id, key)
@@ -481,17 +459,6 @@ class PostgresLedgerStore:
             "select d.key, c.author, c.body from defect_comments c join defects d "
             "on d.id = c.defect_id where d.pr_id = %s and c.posted_by_bot = 0 "
             "and c.created_at >= %s order by c.id", [pr_id, since or ""])
-
-    def thread_root(self, pr_id: int, key: str) -> dict | None:
-        """The top-level review comment of a defect's thread, if it has one."""
-        for row in self.comments(pr_id, key):
-            if row["kind"] == "review_comment" and not row["in_reply_to"]:
-                return row
-        return None
-
-    def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
-        defect = self.defect(pr_id, key)
-        self._update("defects", defect.id, {"thread_node_id": node_id})
 
     # -- live verdicts (tracker.verdicts) ----------------------------------------------------
 

@@ -1,0 +1,60 @@
+"""What every ledger engine does the same way, written once over a few primitives.
+
+The SQLite ``Ledger`` and the PostgreSQL store differ in their SQL, not in what setting a
+thread, ignoring a defect or reading a round's plan means. Those operations live here, over
+what each engine provides: ``transaction``, ``close``, ``round``, ``defect``, ``comments``,
+``_update(table, id, fields)`` and ``_history(...)``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Self
+
+from .models import DecidedBy, Defect
+
+__all__ = ["LedgerBase", "now"]
+
+
+def now() -> str:
+    """The time stamps the ledger writes: UTC, ISO 8601, milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class LedgerBase:
+    """Engine-independent ledger operations (see the module docstring)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def update_round(self, round_id: int, **fields) -> None:
+        """Set a round's columns (its check run, what the check shows)."""
+        self._update("rounds", round_id, fields)
+
+    def plan(self, pr_id: int, number: int) -> dict | None:
+        row = self.round(pr_id, number)
+        return json.loads(row["plan"]) if row and row.get("plan") else None
+
+    def set_ignored(self, pr_id: int, key: str, by: str, round_number: int) -> Defect:
+        """Stop reporting a defect (``/roundwise ignore``); its history stays."""
+        defect = self.defect(pr_id, key)
+        with self.transaction():
+            self._update("defects", defect.id, {"ignored": 1, "updated_at": now()})
+            self._history(defect.id, round_number, defect.state, "ignored",
+                          f"ignored by {by}", DecidedBy.HUMAN)
+        return self.defect(pr_id, key)
+
+    def thread_root(self, pr_id: int, key: str) -> dict | None:
+        """The top-level review comment of a defect's thread, if it has one."""
+        for row in self.comments(pr_id, key):
+            if row["kind"] == "review_comment" and not row["in_reply_to"]:
+                return row
+        return None
+
+    def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
+        defect = self.defect(pr_id, key)
+        self._update("defects", defect.id, {"thread_node_id": node_id})
