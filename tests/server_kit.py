@@ -32,6 +32,7 @@ from aiohttp import web
 from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.replay import throwaway_key
+from bot import render
 from bot.app import create_app
 from bot.appkeys import STATE
 from bot.config import Config
@@ -307,3 +308,19 @@ def metric(text: str, name: str, **labels: str) -> float:
         if found == wanted:
             return float(value)
     return 0.0
+
+
+def assert_one_review_posted(fake, head: str, keys: list[str], repo: str = REPO,
+                             number: int = NUMBER) -> None:
+    """What GitHub shows after a round that a crash interrupted and another process finished:
+    one review for ``head``, each defect's inline comment once, one summary, created once."""
+    reviews = [r for r in fake.reviews(repo, number) if r["body"]]
+    assert [r["commit_id"] for r in reviews] == [head]
+    inline = fake.review_comments(repo, number)
+    assert sorted(render.read_marker(c["body"]) for c in inline) == \
+        [("new", key, 1) for key in keys]
+    [summary] = fake.issue_comments(repo, number)
+    assert summary["body"].startswith(render.SUMMARY_MARKER)
+    creates = [r for r in fake.requests
+               if r.method == "POST" and r.path.endswith(f"/issues/{number}/comments")]
+    assert len(creates) == 1

@@ -21,10 +21,18 @@ from psycopg.rows import dict_row
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
-from bot import render
 
 from .conftest import PG_URL
-from .server_kit import APP_ID, HEAD1, NUMBER, REPO, Tap, app_keys, open_pr
+from .server_kit import (
+    APP_ID,
+    HEAD1,
+    NUMBER,
+    REPO,
+    Tap,
+    app_keys,
+    assert_one_review_posted,
+    open_pr,
+)
 from .test_server_restart import SECRET, free_port, server_env, start_server, wait_for
 
 LEASE = 2.0
@@ -94,16 +102,7 @@ async def test_a_replica_killed_mid_round_is_taken_over_once_by_the_other(tmp_pa
             codes = [await proc.wait() for proc in procs]
         assert codes[survivor] == 0  # a clean shutdown on SIGTERM
 
-    reviews = [r for r in fake.reviews(REPO, NUMBER) if r["body"]]
-    assert [r["commit_id"] for r in reviews] == [HEAD1]  # one review for the head
-    inline = fake.review_comments(REPO, NUMBER)
-    assert sorted(render.read_marker(c["body"]) for c in inline) == \
-        [("new", "D1", 1), ("new", "D2", 1)]  # no inline comment twice
-    [summary] = fake.issue_comments(REPO, NUMBER)
-    assert summary["body"].startswith(render.SUMMARY_MARKER)
-    creates = [r for r in fake.requests
-               if r.method == "POST" and r.path.endswith(f"/issues/{NUMBER}/comments")]
-    assert len(creates) == 1
+    assert_one_review_posted(fake, HEAD1, ["D1", "D2"])
     assert [(r["number"], r["head_sha"], r["status"]) for r in
             rows(schema, "select * from rounds")] == [(1, HEAD1, "complete")]
     assert [(d["key"], d["state"]) for d in rows(schema, "select * from defects order by id")

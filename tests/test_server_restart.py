@@ -23,10 +23,18 @@ import aiohttp
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
-from bot import render
 
 from .conftest import ROOT
-from .server_kit import APP_ID, HEAD1, NUMBER, REPO, Tap, app_keys, open_pr
+from .server_kit import (
+    APP_ID,
+    HEAD1,
+    NUMBER,
+    REPO,
+    Tap,
+    app_keys,
+    assert_one_review_posted,
+    open_pr,
+)
 
 SECRET = "kill-9-secret"
 
@@ -130,16 +138,7 @@ async def test_kill_9_mid_round_then_restart_finishes_the_round_once(tmp_path):
             proc.terminate()
             assert await proc.wait() == 0  # a clean shutdown on SIGTERM
 
-    reviews = [r for r in fake.reviews(REPO, NUMBER) if r["body"]]
-    assert [r["commit_id"] for r in reviews] == [HEAD1]  # one review for the head
-    inline = fake.review_comments(REPO, NUMBER)
-    assert sorted(render.read_marker(c["body"]) for c in inline) == \
-        [("new", "D1", 1), ("new", "D2", 1)]  # no inline comment twice
-    [summary] = fake.issue_comments(REPO, NUMBER)
-    assert summary["body"].startswith(render.SUMMARY_MARKER)
-    creates = [r for r in fake.requests
-               if r.method == "POST" and r.path.endswith(f"/issues/{NUMBER}/comments")]
-    assert len(creates) == 1
+    assert_one_review_posted(fake, HEAD1, ["D1", "D2"])
     with sqlite3.connect(db) as conn:
         rounds = conn.execute("select number, head_sha, status from rounds").fetchall()
         defects = conn.execute("select key, state from defects order by id").fetchall()

@@ -365,12 +365,6 @@ class Ledger(LedgerBase):
             self.db.execute("update rounds set plan = ? where pr_id = ? and number = ?",
                             [json.dumps(plan), pr_id, number])
 
-    def set_description(self, pr_id: int, key: str, description: str) -> Defect:
-        """A person edited the comment that raised a defect: its description follows."""
-        defect = self.defect(pr_id, key)
-        self.db["defects"].update(defect.id, {"description": description})
-        return self.defect(pr_id, key)
-
     def history(self, pr_id: int, key: str) -> list[dict]:
         """Every decision taken on a defect, oldest first."""
         defect = self.defect(pr_id, key)

@@ -48,6 +48,12 @@ class LedgerBase:
                           f"ignored by {by}", DecidedBy.HUMAN)
         return self.defect(pr_id, key)
 
+    def set_description(self, pr_id: int, key: str, description: str) -> Defect:
+        """A person edited the comment that raised a defect: its description follows."""
+        defect = self.defect(pr_id, key)
+        self._update("defects", defect.id, {"description": description})
+        return self.defect(pr_id, key)
+
     def thread_root(self, pr_id: int, key: str) -> dict | None:
         """The top-level review comment of a defect's thread, if it has one."""
         for row in self.comments(pr_id, key):

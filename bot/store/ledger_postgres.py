@@ -377,12 +377,6 @@ class PostgresLedgerStore(LedgerBase):
                         "decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)", history)
             return self._add_defects(pr_id, new_findings, keys, round_number, head_sha)
 
-    def set_description(self, pr_id: int, key: str, description: str) -> Defect:
-        """A person edited the comment that raised a defect: its description follows."""
-        defect = self.defect(pr_id, key)
-        self._update("defects", defect.id, {"description": description})
-        return self.defect(pr_id, key)
-
     def history(self, pr_id: int, key: str) -> list[dict]:
         """Every decision taken on a defect, oldest first."""
         defect = self.defect(pr_id, key)
