@@ -214,6 +214,16 @@ def round_statuses(db: Path) -> dict[str, int]:
                             for r in ledger.rounds(pr["id"])))
 
 
+def finding_of(repo, comment: dict) -> tuple[str, str, str]:
+    """What an inline bot comment posts, whatever line it ended up on: its path, the code of
+    the line it was written on (in the commit it was written on) and its description."""
+    text = split_lines(repo.trees[comment["original_commit_id"]].get(comment["path"]))
+    number = comment["original_line"]
+    line = text[number - 1] if 0 < number <= len(text) else ""
+    body = comment["body"]
+    return comment["path"], line.strip(), body.split("\n\n")[1] if "\n\n" in body else body
+
+
 def check(fake: FakeGitHub, prs: int) -> dict:
     """The invariants, from GitHub's side (a review batch is a round's review marker)."""
     batches_over, duplicates, unreviewed, reviews, problems = 0, 0, [], 0, []
@@ -233,10 +243,7 @@ def check(fake: FakeGitHub, prs: int) -> dict:
         for c in fake.review_comments(REPO, pr):
             if c["user"]["login"] != BOT or c.get("in_reply_to_id"):
                 continue
-            text = split_lines(the_repo.trees[c["original_commit_id"]].get(c["path"]))
-            line = text[c["original_line"] - 1] if 0 < c["original_line"] <= len(text) else ""
-            description = c["body"].split("\n\n")[1] if "\n\n" in c["body"] else c["body"]
-            seen[(c["path"], line.strip(), description)] += 1
+            seen[finding_of(the_repo, c)] += 1
         for what, n in seen.items():
             if n > 1:
                 duplicates += n - 1

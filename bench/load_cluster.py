@@ -54,10 +54,9 @@ import aiohttp
 from bot import render
 from bot.review.llm_config import configure_litellm
 from bot.store import LedgerStore, QueueStore, open_ledger_store, open_queue_store, split_schema
-from tracker.lines import split_lines
 
 from . import payloads
-from .chaos import files_at
+from .chaos import files_at, finding_of
 from .fake_github import FakeGitHub
 from .replay import throwaway_key
 
@@ -367,10 +366,7 @@ def review_checks(fake: FakeGitHub, prs: int) -> tuple[dict, list[str]]:
             if c["user"]["login"] != bot or c.get("in_reply_to_id"):
                 continue
             literal[(c["body"], c["path"], c["original_line"], c["original_commit_id"])] += 1
-            text = split_lines(the_repo.trees[c["original_commit_id"]].get(c["path"]))
-            line = text[c["original_line"] - 1] if 0 < c["original_line"] <= len(text) else ""
-            description = c["body"].split("\n\n")[1] if "\n\n" in c["body"] else c["body"]
-            finding[(c["path"], line.strip(), description)] += 1
+            finding[finding_of(the_repo, c)] += 1
         for what, n in [*literal.items(), *finding.items()]:
             if n > 1:
                 copies += n - 1
