@@ -8,6 +8,10 @@ what the ledger says; then it delivers the round's human events as the webhooks 
 send (review comments, replies, reviews, PR comments, and the thread resolutions exported tasks
 carry), so the bot knows them in the next round.
 
+Each task's repository belongs to its own installation of the App (the fake keeps a rate-limit
+budget per installation, as GitHub does), and each round's record says how many GitHub requests
+the bot made for it (``github``: requests, free 304s, charged, token requests).
+
 The bench reads the ledger file only to observe; everything it asks of the bot goes through
 ``POST /webhook``.
 """
@@ -15,7 +19,9 @@ The bench reads the ledger file only to observe; everything it asks of the bot g
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -42,7 +48,7 @@ from .posted import Posted
 from .tasks import Task
 
 APP_ID = 4242
-INSTALLATION = 77
+INSTALLATION = 77  # the first task's installation; each later task gets the next id
 OWNER = "bench"
 
 
@@ -79,7 +85,7 @@ class Harness:
         private, public = throwaway_key()
         self.fake = FakeGitHub(APP_ID, public)
         await self.fake.start()
-        self.fake.add_installation(INSTALLATION, OWNER)
+        self._installations = itertools.count(INSTALLATION)
         self.config = Config(
             app_id=str(APP_ID), private_key=private, webhook_secret=secrets.token_hex(16),
             api_url=self.fake.url, db_path=str(self.db_path), workers=self.workers,
@@ -128,14 +134,26 @@ class Harness:
                 raise BotError(f"{repo}#{number}: jobs still pending after {self.timeout}s")
             await asyncio.sleep(0.02)
 
+    def new_installation(self) -> int:
+        """A fresh installation of the App, with its own rate-limit budgets, as each task's
+        repository would have on GitHub (big task sets do not share one 5,000 an hour)."""
+        installation_id = next(self._installations)
+        self.fake.add_installation(installation_id, OWNER)
+        return installation_id
+
     def failed_jobs(self, repo: str, number: int) -> list[dict]:
         return [{"id": j.id, "kind": j.kind, "error": j.error}
                 for j in self.queue.jobs(repo, number, "failed")]
 
 
 def bench_repo(task: Task) -> str:
-    """A repository name for the task on the fake (unique per task)."""
-    return f"{OWNER}/{task.task_id}"[:100]
+    """A repository name for the task on the fake (unique per task, in GitHub's characters)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", task.task_id)[:100].strip(".") or "task"
+    return f"{OWNER}/{name}"
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before.get(k, 0) for k in after}
 
 
 async def replay_task(h: Harness, task: Task,
@@ -146,7 +164,8 @@ async def replay_task(h: Harness, task: Task,
     the bot posted in each round (``bench.posted``)."""
     repo, number = bench_repo(task), int(task.pr.get("number") or 1)
     author = task.pr.get("author") or "author"
-    h.fake.add_repo(repo, INSTALLATION)
+    installation = h.new_installation()
+    h.fake.add_repo(repo, installation)
     base = {p: t for p, t in task.base_files(1).items() if t is not None}
     h.fake.add_pr(repo, number, task.pr.get("title") or task.task_id, task.pr.get("body") or "",
                   author, task.pr.get("base_ref") or "main",
@@ -156,6 +175,7 @@ async def replay_task(h: Harness, task: Task,
     watcher = None
     for rnd in task.rounds:
         started = time.monotonic()
+        used = h.fake.usage(installation)
         snapshot = task.snapshot(rnd.number)
         changed = {p: t for p, t in snapshot.items() if base.get(p) != t}
         h.fake.push(repo, number, rnd.head_sha, changed,
@@ -173,6 +193,8 @@ async def replay_task(h: Harness, task: Task,
         for event in rnd.events:
             await deliver_event(h, repo, number, event, ids)
         await h.idle(repo, number)
+        # the bot's GitHub requests for the round: its review and the events after it
+        records[-1]["github"] = _delta(h.fake.usage(installation), used)
         if posted is not None:
             watcher = watcher or Posted(h.fake, repo, number)
             posted.append(watcher.take(rnd.number, rnd.head_sha))

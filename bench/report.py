@@ -217,6 +217,22 @@ def cost_table(s: dict) -> Table:
                  f"{number(tok['completion'])}, cost {s.get('cost', 0.0):.4f}.")
 
 
+def github_table(g: dict) -> Table:
+    """The bot's GitHub requests per round (``summary["github"]``, from ``bench.run``)."""
+    labels = {"requests": "Requests", "charged": "Charged to the rate limit",
+              "not_modified": "Answered 304 (free)", "app_jwt": "Installation-token requests"}
+    return Table("GitHub requests per round",
+                 ["Measure", "Total", "Mean per round", "Median per round", "p95 per round",
+                  "Max per round"],
+                 [[label, number(g[key]["total"]), number(g[key]["per_round_mean"], 2),
+                   number(g[key]["per_round_median"]), number(g[key]["per_round_p95"]),
+                   number(g[key]["per_round_max"])] for key, label in labels.items()],
+                 f"Over {g['rounds']} replayed rounds, each task on its own App installation "
+                 f"(a round: its review and the people's events after it); "
+                 f"{g['not_modified_share'] * 100:.1f}% of requests were conditional reads "
+                 "answered 304, which GitHub does not count against the rate limit.")
+
+
 def tables(summary: dict) -> list[Table]:
     """Every table of the report, in order (MCR tables only when MCR rounds were scored)."""
     out: list[Table] = []
@@ -226,6 +242,8 @@ def tables(summary: dict) -> list[Table]:
     if summary.get("aacr"):
         out += aacr_tables(summary["aacr"])
     out.append(cost_table(summary))
+    if summary.get("github", {}).get("rounds"):
+        out.append(github_table(summary["github"]))
     return out
 
 

@@ -4,7 +4,9 @@ A run loads ``mcr-task/1`` files and folders (and AACR-Bench folders through ``b
 plays every task through one ``Harness`` (fake GitHub + real server on loopback; tasks run
 concurrently, each on its own repository), writes each finished task's records to
 ``OUT/tasks/<task_id>.jsonl`` (so ``--resume`` skips them), then scores all records and writes
-``summary.json``, ``results.jsonl``, ``report.md`` and ``report.html`` into ``OUT``.
+``summary.json``, ``results.jsonl``, ``report.md`` and ``report.html`` into ``OUT``; the
+summary's ``github`` block holds the bot's GitHub requests per round (each task replays on its
+own installation of the App, with its own rate-limit budget).
 
 LLM answers are cached on disk (``--cache``, default ``OUT/llm-cache``), so running the same
 tasks again costs nothing; the offline reviewer and the offline judge need no network at all.
@@ -189,6 +191,25 @@ def naive_tracking(tasks: list) -> dict:
     return scores
 
 
+def github_usage(records: list[dict]) -> dict:
+    """The bot's GitHub requests per round over the replayed rounds (``bench.replay`` counts
+    them on the fake, per task installation): totals, mean, median, p95 and max per round of
+    every request, of those charged to the rate limit, and the share answered 304."""
+    rows = [r["github"] for r in records if isinstance(r.get("github"), dict)]
+    out: dict = {"rounds": len(rows)}
+    for name in ("requests", "charged", "not_modified", "app_jwt"):
+        values = sorted(row.get(name, 0) for row in rows)
+        out[name] = {"total": sum(values),
+                     "per_round_mean": round(sum(values) / len(values), 2) if values else 0.0,
+                     "per_round_median": values[len(values) // 2] if values else 0,
+                     "per_round_p95": values[min(len(values) - 1, int(len(values) * 0.95))]
+                     if values else 0,
+                     "per_round_max": values[-1] if values else 0}
+    total = out["requests"]["total"]
+    out["not_modified_share"] = round(out["not_modified"]["total"] / total, 4) if total else 0.0
+    return out
+
+
 async def run(opts: RunOptions) -> dict:
     """Do a whole run; returns the summary (also written to ``OUT/summary.json``)."""
     if opts.baseline and opts.baseline != "stateless":
@@ -221,6 +242,7 @@ async def run(opts: RunOptions) -> dict:
             extra = details.get((record["task"], record["round"]), {})
             fh.write(json.dumps({**record, "matches": extra.get("matches", []),
                                  "due": extra.get("due", [])}, sort_keys=True) + "\n")
+    summary["github"] = github_usage(records)
     summary["run"] = {
         **provenance_of_run(),
         "model": opts.model or "offline", "baseline": opts.baseline, "judge": opts.judge,

@@ -72,7 +72,10 @@ class Unprocessable(ForgeError):
 
 
 class RateLimited(ForgeError):
-    """Too many calls; worth retrying later."""
+    """Too many calls; worth retrying later (``retry_after`` seconds from now, when the host
+    said and it was longer than the backend would wait)."""
+
+    retry_after: float | None = None
 
 
 class Unavailable(ForgeError):

@@ -45,7 +45,7 @@ class Handlers:
             outcome = await handler(job)
         except ForgeError as exc:
             if exc.retryable:
-                raise RetryLater(str(exc)) from exc
+                raise RetryLater(str(exc), after=getattr(exc, "retry_after", None)) from exc
             raise
         log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
         await self._db(live.after_job, self.ledger, job.repo, job.number, self.bot_logins)

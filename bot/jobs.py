@@ -32,7 +32,12 @@ log = logging.getLogger(__name__)
 
 
 class RetryLater(Exception):
-    """Raised by a handler for a failure worth trying again (GitHub down, rate limited)."""
+    """Raised by a handler for a failure worth trying again (GitHub down, rate limited);
+    ``after``: not before this many seconds (a rate limit's reset), whatever the backoff."""
+
+    def __init__(self, message: str = "", *, after: float | None = None):
+        super().__init__(message)
+        self.after = after
 
 
 #: seconds between refreshes of the queue-depth gauge on enqueue and finish (a count of the
@@ -219,12 +224,13 @@ class JobQueue:
         metrics.JOBS.labels(kind=job.kind, outcome=status).inc()
         self._gauge_depth()
 
-    def retry_later(self, job: Job, error: str) -> bool:
-        """Queue a failed job again after a backoff; False (and failed) when out of attempts."""
+    def retry_later(self, job: Job, error: str, after: float | None = None) -> bool:
+        """Queue a failed job again after a backoff (or ``after`` seconds, when longer: a rate
+        limit's reset); False (and failed) when out of attempts."""
         if job.attempts >= self.max_attempts:
             self.finish(job, "failed", error)
             return False
-        wait = self.backoff * 2 ** (job.attempts - 1)
+        wait = max(self.backoff * 2 ** (job.attempts - 1), after or 0.0)
         self.store.requeue(job.id, error, self.clock() + wait)
         metrics.JOBS.labels(kind=job.kind, outcome="retry").inc()
         return True
@@ -344,8 +350,8 @@ class Workers:
         except RetryLater as exc:
             log.warning("job %s (%s %s#%s) will be retried: %s", job.id, job.kind, job.repo,
                         job.number, exc)
-            message = str(exc)
-            await self._record(index, lambda: self.queue.retry_later(job, message))
+            message, after = str(exc), exc.after
+            await self._record(index, lambda: self.queue.retry_later(job, message, after))
         except DB_ERRORS as exc:  # the database failed under the job: try it again later
             log.warning("job %s (%s %s#%s) hit a database error, will be retried: %s", job.id,
                         job.kind, job.repo, job.number, exc)

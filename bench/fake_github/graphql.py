@@ -488,7 +488,7 @@ class GraphQLApi:
                 "resolveReviewThread": lambda a: self._gql_set_resolved(call, a, True),
                 "unresolveReviewThread": lambda a: self._gql_set_resolved(call, a, False),
             })
-        bucket = self._buckets["graphql"]
+        bucket = self._bucket(self._who(call.request), "graphql")
         return _Node("Query", {
             "repository": lambda a: self._gql_repository(call, a),
             "rateLimit": _Node("RateLimit", {

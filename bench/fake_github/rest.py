@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import hashlib
 import json
 import math
 import re
 import secrets
 import urllib.parse
 from dataclasses import dataclass
+from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, NamedTuple, Self
 
 import jwt
@@ -39,6 +42,7 @@ from .state import (
     _PullRequest,
     _Repo,
     _Token,
+    _Usage,
     _validation_failed,
     _validation_simple,
     basic_error,
@@ -88,6 +92,12 @@ _ROUTES = [
 ]
 
 
+# per-request notes: whose budget it spends, and the bucket it was charged to (for 304s)
+_KEY = getattr(web, "RequestKey", None)  # aiohttp >= 3.12 wants typed keys
+_WHO: Any = _KEY("roundwise_who", str) if _KEY else "roundwise_who"
+_CHARGED: Any = _KEY("roundwise_charged", object) if _KEY else "roundwise_charged"
+
+
 @dataclass
 class _Call:
     """One authenticated API call being handled."""
@@ -104,6 +114,19 @@ def _accepts(request: web.Request, *media: str) -> bool:
     accept = request.headers.get("Accept", "").lower()
     wanted = [part.split(";")[0].strip() for part in accept.split(",")]
     return any(f"application/vnd.github.{kind}" in wanted for kind in media)
+
+
+def _http_date(iso: str) -> str:
+    """An ISO 8601 UTC time as an HTTP date (``Last-Modified``)."""
+    return format_datetime(datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")),
+                           usegmt=True)
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    """``If-None-Match`` uses the weak comparison: ``W/`` prefixes do not count."""
+    bare = etag.removeprefix("W/")
+    return any(part.strip() == "*" or part.strip().removeprefix("W/") == bare
+               for part in header.split(","))
 
 
 def _int_param(query: Any, name: str, default: int) -> int:
@@ -145,8 +168,20 @@ class RestApi:
 
     # ------------------------------------------------------------------ HTTP plumbing
 
-    def _rate_headers(self, resource: str) -> dict[str, str]:
-        bucket = self._buckets[resource]
+    def _who(self, request: web.Request) -> str:
+        """Whose primary budget a request spends: ``installation:ID`` for an installation
+        token (every token of one installation shares it, as on GitHub), ``app:ID`` for an
+        App JWT, ``anonymous`` otherwise."""
+        value = self._credential(request, ("token", "bearer"))
+        token = self._tokens.get(value) if value else None
+        if token is not None:
+            return f"installation:{token.installation_id}"
+        if value and value.count(".") == 2 and not value.startswith("ghs_"):
+            return f"app:{self.app_id}"
+        return "anonymous"
+
+    def _rate_headers(self, who: str, resource: str) -> dict[str, str]:
+        bucket = self._bucket(who, resource)
         self._roll(bucket)
         return {
             "x-ratelimit-limit": str(bucket.limit),
@@ -161,12 +196,26 @@ class RestApi:
         if now >= bucket.reset:
             bucket.used, bucket.reset = 0, now + 3600
 
-    def _charge(self, resource: str) -> None:
-        bucket = self._buckets[resource]
+    def _charge(self, request: web.Request, resource: str) -> None:
+        """Spend one request of the caller's budget; an empty budget answers as GitHub does
+        (REST: 403; GraphQL: 200 with a ``RATE_LIMITED`` error, both with remaining 0)."""
+        who = request.get(_WHO) or self._who(request)
+        bucket = self._bucket(who, resource)
         self._roll(bucket)
         if bucket.used >= bucket.limit:
-            raise ApiError(403, basic_error(403, "API rate limit exceeded for installation."))
+            headers = self._rate_headers(who, resource)
+            kind = who.partition(":")[0]
+            if resource == "graphql":
+                raise ApiError(200, {"errors": [{
+                    "type": "RATE_LIMITED",
+                    "message": f"API rate limit already exceeded for {kind} ID "
+                               f"{who.partition(':')[2]}."}]}, headers)
+            raise ApiError(403, basic_error(
+                403, f"API rate limit exceeded for {kind} ID {who.partition(':')[2]}.",
+                "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"), headers)
         bucket.used += 1
+        request[_CHARGED] = bucket
+        self._usage.setdefault(who, _Usage()).charged += 1
 
     def _credential(self, request: web.Request, schemes: tuple[str, ...]) -> str | None:
         scheme, _, value = request.headers.get("Authorization", "").strip().partition(" ")
@@ -253,24 +302,63 @@ class RestApi:
         )
         path = self._normalise(request.path)
         resource = "graphql" if path == "/graphql" else "core"
+        who = request[_WHO] = self._who(request)
+        usage = self._usage.setdefault(who, _Usage())
+        usage.requests += 1
+        minted = re.fullmatch(r"/app/installations/(\d+)/access_tokens", path)
+        if minted and request.method == "POST":
+            self._usage.setdefault(f"installation:{minted.group(1)}", _Usage()).app_jwt += 1
         fault = self._take_fault(request.method, (request.path, path))
         if fault is not None and fault.lose:
-            return await self._lossy(fault, request, path, body, parsed, resource)
+            return await self._lossy(fault, request, path, body, parsed, who, resource)
         if fault is not None:
             response = self._fault_response(fault)
-            response.headers.update({**self._rate_headers(resource), **fault.headers})
+            response.headers.update({**self._rate_headers(who, resource), **fault.headers})
             return response
         try:
             response = await self._handle(request, path, body, parsed)
         except ApiError as error:
             response = self._json(error.body, error.status)
             response.headers.update(error.headers)
-        for name, value in self._rate_headers(resource).items():
+        response = self._conditional(request, response, usage)
+        for name, value in self._rate_headers(who, resource).items():
             response.headers.setdefault(name, value)
         return response
 
+    def _conditional(self, request: web.Request, response: web.StreamResponse,
+                     usage: _Usage) -> web.StreamResponse:
+        """GitHub's conditional GETs: every 200 carries an ``ETag`` (of its body, so of its
+        media type too); ``If-None-Match`` naming it, or else ``If-Modified-Since`` not
+        before a ``Last-Modified`` the handler gave, gets a bodiless 304 that is not charged."""
+        if request.method != "GET" or response.status != 200 or \
+                not isinstance(response, web.Response) or not isinstance(response.body, bytes):
+            return response
+        etag = 'W/"' + hashlib.sha256(response.body).hexdigest()[:40] + '"'
+        response.headers["ETag"] = etag
+        modified = response.headers.get("Last-Modified")
+        wanted = request.headers.get("If-None-Match")
+        since = request.headers.get("If-Modified-Since")
+        if wanted is not None:
+            fresh = _etag_matches(wanted, etag)
+        elif since is not None and modified is not None:
+            try:
+                fresh = parsedate_to_datetime(modified) <= parsedate_to_datetime(since)
+            except (TypeError, ValueError):
+                fresh = False
+        else:
+            fresh = False
+        if not fresh:
+            return response
+        bucket = request.get(_CHARGED)
+        if bucket is not None:  # a 304 costs nothing
+            bucket.used -= 1
+            usage.charged -= 1
+        usage.not_modified += 1
+        headers = {"ETag": etag, **({"Last-Modified": modified} if modified else {})}
+        return web.Response(status=304, headers=headers)
+
     async def _lossy(self, fault: _Fault, request: web.Request, path: str, body: Any,
-                     parsed: bool, resource: str) -> web.StreamResponse:
+                     parsed: bool, who: str, resource: str) -> web.StreamResponse:
         """A slow answer, or a call applied whose answer is then lost (502 or never sent)."""
         try:
             response = await self._handle(request, path, body, parsed)
@@ -283,7 +371,7 @@ class RestApi:
             response = self._fault_response(fault)
         if fault.delay:
             await asyncio.sleep(fault.delay)
-        for name, value in self._rate_headers(resource).items():
+        for name, value in self._rate_headers(who, resource).items():
             response.headers.setdefault(name, value)
         return response
 
@@ -298,7 +386,7 @@ class RestApi:
         else:
             docs = "https://docs.github.com/graphql" if route.auth == "graphql" else DOCS
             token = self._check_token(request, docs)
-        self._charge("graphql" if route.auth == "graphql" else "core")
+        self._charge(request, "graphql" if route.auth == "graphql" else "core")
         if not parsed and route.auth != "none":
             raise ApiError(400, basic_error(400, "Problems parsing JSON"))
         call = _Call(request, params, body, token)
@@ -415,7 +503,8 @@ class RestApi:
             return web.Response(body="".join(d.render() for d in diffs).encode(),
                                 headers={"Content-Type": DIFF_TYPE})
         self._reject_unmodelled_media(call)
-        return self._json(self.pr_json(repo.full_name, pr.number))
+        return self._json(self.pr_json(repo.full_name, pr.number),
+                          headers={"Last-Modified": _http_date(pr.updated_at)})
 
     def _check_diff_size(self, pr: _PullRequest, diffs: list[FileDiff]) -> None:
         lines = sum(len(h.lines) for d in diffs for h in d.hunks)

@@ -69,6 +69,7 @@ class _Fault:
     times: int
     lose: str | None = None  # "502" or "timeout": apply the call, then lose its response
     delay: float = 0.0  # seconds to wait before answering (or before the lost response)
+    until: float | None = None  # answer every matching call until this epoch (times ignored)
 
 
 @dataclass
@@ -83,6 +84,16 @@ class _Bucket:
     limit: int
     used: int = 0
     reset: int = 0
+
+
+@dataclass
+class _Usage:
+    """What one credential (an installation, the App's JWT, no credential) asked of the fake."""
+
+    requests: int = 0  # every request answered
+    not_modified: int = 0  # 304s to conditional requests (free, as on GitHub)
+    charged: int = 0  # requests counted against a primary rate limit
+    app_jwt: int = 0  # token requests for this installation (charged to the App's own bucket)
 
 
 @dataclass
@@ -282,7 +293,11 @@ class FakeState:
         self._tokens: dict[str, _Token] = {}
         self._faults: list[_Fault] = []
         self._diff_cache: dict[tuple[int, str, str], list[FileDiff]] = {}
-        self._buckets = {"core": _Bucket(rate_limit), "graphql": _Bucket(rate_limit)}
+        # one primary budget per credential and resource, as GitHub keeps them: each
+        # installation's, the App's own (JWT calls) and the unauthenticated one (``_who``)
+        self.rate_limit = rate_limit
+        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self._usage: dict[str, _Usage] = {}
         self._ids = itertools.count(1)
         self._review_ids = itertools.count(1_700_000_001)
         self._comment_ids = itertools.count(1_500_000_001)
@@ -482,12 +497,37 @@ class FakeState:
         for token in self._tokens.values():
             token.expires_at = min(token.expires_at, self._now())
 
-    def set_rate_limit(self, remaining: int, *, resource: str = "core",
-                       reset_in: int = 3600) -> None:
-        """Set the primary budget left; at 0 calls get 403 until the reset time passes."""
-        bucket = self._buckets[resource]
-        bucket.used = bucket.limit - remaining
-        bucket.reset = int(self._now()) + reset_in
+    def set_rate_limit(self, remaining: int, *, resource: str = "core", reset_in: int = 3600,
+                       installation: int | None = None, app: bool = False) -> None:
+        """Set the primary budget left of one installation (``installation``), of every
+        installation (None), or of the App's JWT calls (``app``); at 0 REST calls get 403 and
+        GraphQL calls a 200 with a ``RATE_LIMITED`` error until the reset time passes."""
+        if app:
+            whos = [f"app:{self.app_id}"]
+        elif installation is not None:
+            whos = [f"installation:{int(installation)}"]
+        else:
+            whos = [f"installation:{i}" for i in self._installations]
+        for who in whos:
+            bucket = self._bucket(who, resource)
+            bucket.used = bucket.limit - remaining
+            bucket.reset = int(self._now()) + reset_in
+
+    def _bucket(self, who: str, resource: str) -> _Bucket:
+        """The primary budget of credential ``who`` for ``resource`` (made on first use).
+        Unauthenticated calls get GitHub's 60 an hour."""
+        key = (who, resource)
+        if key not in self._buckets:
+            self._buckets[key] = _Bucket(60 if who == "anonymous" else self.rate_limit)
+        return self._buckets[key]
+
+    def usage(self, installation_id: int | None = None) -> dict[str, int]:
+        """What installation ``installation_id`` (None: the App's JWT calls) asked so far:
+        ``requests``, ``not_modified`` (free 304s), ``charged`` and ``app_jwt`` (its token
+        requests, charged to the App)."""
+        who = f"app:{self.app_id}" if installation_id is None else (
+            f"installation:{int(installation_id)}")
+        return dict(vars(self._usage.get(who, _Usage())))
 
     # ------------------------------------------------------------------ faults
 
@@ -506,7 +546,7 @@ class FakeState:
     def fail_primary_rate_limit(self, method: str, path_regex: str, *, reset_in: int = 60,
                                 times: int = 1) -> None:
         """Script 403s with ``x-ratelimit-remaining: 0`` (gidgethub's RateLimitExceeded)."""
-        limit = self._buckets["core"].limit
+        limit = self.rate_limit
         message = "API rate limit exceeded for installation. Wait for the reset time."
         headers = {
             "x-ratelimit-remaining": "0",
@@ -517,13 +557,23 @@ class FakeState:
 
     def fail_secondary_rate_limit(self, method: str, path_regex: str, *,
                                   retry_after: int | None = 60, status: int = 403,
-                                  times: int = 1) -> None:
-        """Script secondary-limit answers (403 or 429, ``retry-after`` unless None)."""
+                                  times: int = 1, reset_in: int | None = None) -> None:
+        """Script secondary-limit answers (403 or 429, ``retry-after`` unless None).
+
+        With ``reset_in`` GitHub's other form: no ``retry-after``, ``x-ratelimit-remaining: 0``
+        and a reset time ``reset_in`` seconds ahead, and every matching call is refused until
+        then (``times`` is ignored)."""
         message = (
             "You have exceeded a secondary rate limit. Please wait a few minutes before you "
             "try again."
         )
         headers = {} if retry_after is None else {"retry-after": str(retry_after)}
+        if reset_in is not None:
+            until = int(self._now()) + reset_in
+            headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(until)}
+            self._faults.append(_Fault(method.upper(), re.compile(path_regex), status,
+                                       basic_error(status, message), headers, 1, until=until))
+            return
         self.fail_next(method, path_regex, status, basic_error(status, message), headers, times)
 
     def lose_response_next(self, method: str, path_regex: str, *, timeout: float | None = None,
@@ -562,8 +612,12 @@ class FakeState:
         pr.issue_comments = [c for c in pr.issue_comments if c.id != comment_id]
 
     def _take_fault(self, method: str, paths: tuple[str, ...]) -> _Fault | None:
+        now = self._now()
+        self._faults = [f for f in self._faults if f.until is None or f.until > now]
         for fault in self._faults:
             if fault.method in ("*", method) and any(fault.pattern.search(p) for p in paths):
+                if fault.until is not None:
+                    return fault
                 fault.times -= 1
                 if fault.times <= 0:
                     self._faults.remove(fault)
@@ -1055,6 +1109,7 @@ class FakeState:
         now = self._iso()
         comment = _IssueComment(comment_id, _node_id("IC", comment_id), user, body, now, now)
         pr.issue_comments.append(comment)
+        pr.updated_at = now
         return comment
 
     def _thread_of(self, pr: _PullRequest, comment_id: int) -> _Thread:

@@ -4,19 +4,31 @@
 past, ``exp`` nine minutes ahead, so host clock drift cannot push it past GitHub's ten-minute
 limit) and trades them for installation tokens through gidgethub, cached until shortly before
 their ``expires_at``. ``app.repo(installation_id, "owner/name")`` gives a ``RepoClient`` with the
-calls the bot makes, every one retried with backoff on 5xx, secondary rate limits, 429 and
-exhausted primary limits. Tokens are never logged.
+calls the bot makes, every one retried with backoff on 5xx (an HTML 502 from GitHub's front end
+on ``/graphql`` too), secondary rate limits, 429 and exhausted primary limits (GraphQL's: a 200
+with a rate-limit error). A wait longer than the policy allows is not slept: the error says
+how long (``retry_after``) and the job queue tries again then. Tokens are never logged.
+
+The reads a round repeats (the pull, its files, reviews and comments, the settings file on the
+default branch) are conditional requests:
+the last answer's ``ETag`` is sent back and GitHub's 304, which its primary limit does not
+count, returns the kept answer (``ConditionalCache``, bounded, one scope per installation and
+media type). Owner and name are checked against GitHub's characters and every URL segment is
+quoted, so no payload can point a call at another endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import http
 import json
 import logging
 import random
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,6 +37,7 @@ from urllib.parse import quote
 import aiohttp
 import gidgethub
 import jwt
+import orjson
 from gidgethub.aiohttp import GitHubAPI
 
 from .. import metrics
@@ -32,6 +45,9 @@ from ..confine import repo_path
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ConditionalCache", "GitHubApp", "RepoClient", "RetryPolicy", "files_to_diff",
+           "graphql_endpoint", "valid_full_name"]
 
 USER_AGENT = "roundwise"
 TOKEN_MARGIN = 300.0  # refresh an installation token this many seconds before it expires
@@ -67,6 +83,94 @@ class RetryPolicy:
     timeout: float = 60.0  # seconds one HTTP call may take (the server's session timeout)
 
 
+# GitHub's characters: an account is letters, digits and hyphens (39 at most, no leading
+# hyphen); a repository letters, digits, ".", "-" and "_" (100 at most), never "." or "..".
+_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}")
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def valid_full_name(full_name: object) -> bool:
+    """Whether ``full_name`` is an ``owner/name`` GitHub could have made."""
+    if not isinstance(full_name, str):
+        return False
+    owner, sep, name = full_name.partition("/")
+    return bool(sep and _OWNER.fullmatch(owner) and _NAME.fullmatch(name)
+                and name not in (".", ".."))
+
+
+class ConditionalCache:
+    """The last answer (with its ``ETag`` and ``Last-Modified``) of each conditional read,
+    least recently used dropped past ``size`` entries. Answers are kept as JSON bytes, so a
+    caller changing what it got cannot change what the next 304 returns."""
+
+    def __init__(self, size: int = 2048):
+        self.size = size
+        self._entries: OrderedDict[tuple, tuple] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def scope(self, *key: object) -> MutableMapping:
+        """The mapping gidgethub reads and writes for one installation and media type."""
+        return _Scope(self, key)
+
+    def get(self, key: tuple) -> tuple:
+        etag, modified, data, more = self._entries[key]
+        self._entries.move_to_end(key)
+        return etag, modified, orjson.loads(data), more
+
+    def put(self, key: tuple, value: tuple) -> None:
+        etag, modified, data, more = value
+        self._entries[key] = (etag, modified, orjson.dumps(data), more)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def drop(self, key: tuple) -> None:
+        self._entries.pop(key, None)
+
+    def keys(self) -> list[tuple]:
+        return list(self._entries)
+
+
+class _Scope(MutableMapping):
+    """gidgethub's ``cache`` (URL -> (etag, last-modified, data, next page)) over one scope."""
+
+    def __init__(self, cache: ConditionalCache, key: tuple):
+        self._cache, self._key = cache, key
+
+    def __getitem__(self, url: str) -> tuple:
+        return self._cache.get((*self._key, url))
+
+    def __setitem__(self, url: str, value: tuple) -> None:
+        self._cache.put((*self._key, url), value)
+
+    def __delitem__(self, url: str) -> None:
+        self._cache.drop((*self._key, url))
+
+    def __iter__(self) -> Iterator[str]:
+        n = len(self._key)
+        return iter([k[n] for k in self._cache.keys() if k[:n] == self._key])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _API(GitHubAPI):
+    """gidgethub's client, keeping the last answer's status and headers: a GraphQL answer
+    that is not JSON (an HTML 502) or a 200 carrying a rate-limit error is classified by
+    them."""
+
+    last_status: int | None = None
+    last_headers: Any = None
+
+    async def _request(self, method: str, url: str, headers: Any, body: bytes = b""
+                       ) -> tuple[int, Any, bytes]:
+        status, answer_headers, data = await super()._request(method, url, headers, body)
+        self.last_status, self.last_headers = status, answer_headers
+        return status, answer_headers, data
+
+
 def graphql_endpoint(api_url: str) -> str:
     """GraphQL lives at /graphql on api.github.com and at /api/graphql on GitHub Enterprise."""
     api_url = api_url.rstrip("/")
@@ -91,6 +195,7 @@ class GitHubApp:
         self.sleep = sleep
         self._tokens: dict[int, tuple[str, float]] = {}
         self._token_locks: dict[int, asyncio.Lock] = {}
+        self.conditional = ConditionalCache()
 
     def __repr__(self) -> str:  # never show the key
         return f"GitHubApp(app_id={self.app_id}, api_url={self.api_url})"
@@ -101,8 +206,9 @@ class GitHubApp:
         payload = {"iat": now - 60, "exp": now + 540, "iss": self.app_id}
         return jwt.encode(payload, self._private_key, algorithm="RS256")
 
-    def _api(self, token: str | None = None) -> GitHubAPI:
-        return GitHubAPI(self.session, USER_AGENT, oauth_token=token, base_url=self.api_url)
+    def _api(self, token: str | None = None, cache: MutableMapping | None = None) -> _API:
+        return _API(self.session, USER_AGENT, oauth_token=token, base_url=self.api_url,
+                    cache=cache)
 
     async def installation_token(self, installation_id: int) -> str:
         """A cached installation token, fetched again shortly before it expires."""
@@ -130,6 +236,8 @@ class GitHubApp:
         self._tokens.pop(installation_id, None)
 
     def repo(self, installation_id: int, full_name: str) -> RepoClient:
+        """The client of one repository; ValueError unless ``full_name`` is one GitHub
+        could have made (``valid_full_name``)."""
         return RepoClient(self, installation_id, full_name)
 
     async def _with_retries(self, method: str, url: str, call: Callable[[], Awaitable[Any]],
@@ -188,28 +296,36 @@ class GitHubApp:
             if status in (403, 429):
                 wait = self._rate_limit_wait(headers, backoff, status, message)
                 if wait is not None:
-                    if wait > policy.max_wait:
-                        return None, RateLimited(f"rate limited for {wait:.0f}s", status=status,
-                                                 method=method, url=url, retryable=True)
-                    return wait, RateLimited("rate limited", status=status, method=method,
-                                             url=url, retryable=True)
+                    return self._limited(wait, "rate limited", status=status, method=method,
+                                         url=url)
             return None, error_for(message, status=status, method=method, url=url,
                                    errors=errors)
         if isinstance(exc, gidgethub.GraphQLException):
             response = getattr(exc, "response", None)
             status = _status(exc)  # BadGraphQLRequest (4xx) only; 200 with errors has none
             text = json.dumps(response, default=str) if response is not None else str(exc)
-            if status == 429 or (status == 403 and "rate limit" in text.lower()) or \
-                    '"RATE_LIMITED"' in text:
-                return max(backoff, policy.secondary_wait), RateLimited(
-                    "GraphQL rate limited", status=status, method=method, url=url,
-                    errors=response, retryable=True)
+            headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+            if status == 429 or "rate limit" in text.lower() or '"RATE_LIMITED"' in text:
+                # GitHub answers a spent GraphQL budget with 200, errors and remaining 0
+                wait = self._rate_limit_wait(headers, backoff, 429, "rate limit")
+                return self._limited(wait, "GraphQL rate limited", status=status,
+                                     method=method, url=url, errors=response)
             return None, error_for(f"GraphQL error: {exc}", status=status, method=method,
                                    url=url, errors=response)
         if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError)):
             return backoff, Unavailable(f"connection problem: {exc!r}", method=method, url=url,
                                         retryable=True)
         raise exc
+
+    def _limited(self, wait: float, message: str, **details: Any
+                 ) -> tuple[float | None, GitHubError]:
+        """Wait ``wait`` seconds and retry; past the policy's ``max_wait`` do not sleep: the
+        error says when to come back (``retry_after``) and the job queue waits that long."""
+        if wait > self.retry.max_wait:
+            error = RateLimited(f"{message} for {wait:.0f}s", retryable=True, **details)
+            error.retry_after = wait
+            return None, error
+        return wait, RateLimited(message, retryable=True, **details)
 
     def _rate_limit_wait(self, headers: dict, backoff: float, status: int,
                          message: str) -> float | None:
@@ -252,15 +368,22 @@ class RepoClient:
     """The calls the bot makes inside one repository, as one installation."""
 
     def __init__(self, app: GitHubApp, installation_id: int, full_name: str):
+        if not valid_full_name(full_name):
+            raise ValueError(f"not a GitHub repository name: {str(full_name)[:200]!r}")
         self.app = app
         self.installation_id = installation_id
         self.full_name = full_name
         self.owner, _, self.name = full_name.partition("/")
 
-    async def _call(self, method: str, url: str, *, probe=None, **kwargs) -> Any:
+    def _cache(self, accept: str | None = None) -> MutableMapping:
+        return self.app.conditional.scope(self.installation_id, accept or "json")
+
+    async def _call(self, method: str, url: str, *, probe=None, conditional: bool = False,
+                    **kwargs) -> Any:
         async def run():
             token = await self.app.installation_token(self.installation_id)
-            api = self.app._api(token)
+            cache = self._cache(kwargs.get("accept")) if conditional else None
+            api = self.app._api(token, cache)
             if method == "GET":
                 return await api.getitem(url, **kwargs)
             if method == "POST":
@@ -274,27 +397,29 @@ class RepoClient:
         return await self.app._with_retries(method, url, run, probe=probe,
                                             installation_id=self.installation_id)
 
-    async def _pages(self, url: str) -> list[Any]:
+    async def _pages(self, url: str, *, conditional: bool = False) -> list[Any]:
         async def run():
             token = await self.app.installation_token(self.installation_id)
-            return [item async for item in self.app._api(token).getiter(url)]
+            api = self.app._api(token, self._cache() if conditional else None)
+            return [item async for item in api.getiter(url)]
 
         return await self.app._with_retries("GET", url, run,
                                             installation_id=self.installation_id)
 
     def _url(self, rest: str) -> str:
-        return f"/repos/{self.full_name}{rest}"
+        return f"/repos/{_seg(self.owner)}/{_seg(self.name)}{rest}"
 
     async def pull(self, number: int) -> dict:
-        return await self._call("GET", self._url(f"/pulls/{number}"))
+        return await self._call("GET", self._url(f"/pulls/{int(number)}"), conditional=True)
 
     async def pull_diff(self, number: int) -> str:
         """The whole PR diff; rebuilt from the files list when GitHub says it is too large."""
         try:  # an empty diff comes back as an empty body: the empty text, not None
-            return await self._call("GET", self._url(f"/pulls/{number}"), accept=DIFF) or ""
+            return await self._call("GET", self._url(f"/pulls/{int(number)}"), accept=DIFF) or ""
         except NotAcceptable:
             pass  # too large for the diff media type
-        files = await self._pages(self._url(f"/pulls/{number}/files?per_page=100"))
+        files = await self._pages(self._url(f"/pulls/{int(number)}/files?per_page=100"),
+                                  conditional=True)
         return files_to_diff(files)
 
     async def compare_diff(self, base: str, head: str) -> str:
@@ -314,8 +439,8 @@ class RepoClient:
             return None
         url = self._url(f"/contents/{quote(path)}") + (f"?ref={quote(ref, safe='')}" if ref
                                                         else "")
-        try:
-            data = await self._call("GET", url)
+        try:  # the default branch's (the settings file, read every round) is conditional
+            data = await self._call("GET", url, conditional=ref is None)
         except NotFound:
             return None
         if not isinstance(data, dict) or data.get("type") != "file":
@@ -327,7 +452,8 @@ class RepoClient:
         return raw.decode("utf-8", errors="replace")
 
     async def review_comments(self, number: int) -> list[dict]:
-        return await self._pages(self._url(f"/pulls/{number}/comments?per_page=100"))
+        return await self._pages(self._url(f"/pulls/{int(number)}/comments?per_page=100"),
+                                 conditional=True)
 
     async def create_review(self, number: int, commit_id: str, body: str,
                             comments: list[dict], event: str = "COMMENT") -> dict:
@@ -335,13 +461,12 @@ class RepoClient:
 
         async def probe():  # every inline comment's body is unique (its hidden marker)
             if not comments:
-                return next((r for r in await self._pages(self._url(
-                    f"/pulls/{number}/reviews?per_page=100")) if r.get("body") == body
-                    and r.get("commit_id") == commit_id), None)
+                return next((r for r in await self.reviews(number) if r.get("body") == body
+                             and r.get("commit_id") == commit_id), None)
             have = {c.get("body") for c in await self.review_comments(number)}
             return {"comments": "applied"} if all(c["body"] in have for c in comments) else None
 
-        return await self._call("POST", self._url(f"/pulls/{number}/reviews"), data=data,
+        return await self._call("POST", self._url(f"/pulls/{int(number)}/reviews"), data=data,
                                 probe=probe)
 
     async def reply(self, number: int, comment_id: int, body: str) -> dict:
@@ -350,29 +475,33 @@ class RepoClient:
                          if c.get("in_reply_to_id") == comment_id and c.get("body") == body),
                         None)
 
-        return await self._call("POST", self._url(f"/pulls/{number}/comments/{comment_id}/replies"),
+        return await self._call("POST", self._url(
+            f"/pulls/{int(number)}/comments/{int(comment_id)}/replies"),
                                 data={"body": body}, probe=probe)
 
     async def issue_comments(self, number: int) -> list[dict]:
-        return await self._pages(self._url(f"/issues/{number}/comments?per_page=100"))
+        return await self._pages(self._url(f"/issues/{int(number)}/comments?per_page=100"),
+                                 conditional=True)
 
     async def create_issue_comment(self, number: int, body: str) -> dict:
         async def probe():
             return next((c for c in await self.issue_comments(number)
                          if c.get("body") == body), None)
 
-        return await self._call("POST", self._url(f"/issues/{number}/comments"),
+        return await self._call("POST", self._url(f"/issues/{int(number)}/comments"),
                                 data={"body": body}, probe=probe)
 
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
-        return await self._call("PATCH", self._url(f"/issues/comments/{comment_id}"),
+        return await self._call("PATCH", self._url(f"/issues/comments/{int(comment_id)}"),
                                 data={"body": body})
 
     async def reviews(self, number: int) -> list[dict]:
-        return await self._pages(self._url(f"/pulls/{number}/reviews?per_page=100"))
+        return await self._pages(self._url(f"/pulls/{int(number)}/reviews?per_page=100"),
+                                 conditional=True)
 
     async def dismiss_review(self, number: int, review_id: int, message: str) -> dict:
-        return await self._call("PUT", self._url(f"/pulls/{number}/reviews/{review_id}/dismissals"),
+        return await self._call("PUT", self._url(
+            f"/pulls/{int(number)}/reviews/{int(review_id)}/dismissals"),
                                 data={"message": message, "event": "DISMISS"})
 
     async def create_check_run(self, data: dict) -> dict:
@@ -392,9 +521,20 @@ class RepoClient:
     async def graphql(self, query: str, **variables) -> dict:
         async def run():
             token = await self.app.installation_token(self.installation_id)
-            return await self.app._api(token).graphql(
-                query, endpoint=graphql_endpoint(self.app.api_url), **variables
-            )
+            api = self.app._api(token)
+            try:
+                return await api.graphql(query, endpoint=graphql_endpoint(self.app.api_url),
+                                         **variables)
+            except gidgethub.GraphQLResponseTypeError as exc:
+                # not JSON: GitHub's front end answering 5xx in HTML, retried like a JSON 5xx
+                if api.last_status is not None and api.last_status >= 500:
+                    known = api.last_status in http.HTTPStatus._value2member_map_
+                    raise gidgethub.GitHubBroken(http.HTTPStatus(
+                        api.last_status if known else 502)) from exc
+                raise
+            except gidgethub.GraphQLException as exc:
+                exc.headers = api.last_headers  # a spent budget's reset time is in them
+                raise
 
         return await self.app._with_retries("POST", "/graphql", run,
                                             installation_id=self.installation_id)

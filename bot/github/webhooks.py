@@ -2,7 +2,7 @@
 
 The signature (``X-Hub-Signature-256``, HMAC-SHA256 of the raw body with the webhook secret) is
 checked in constant time before anything else is read: missing or wrong → 401. A body that is
-not JSON or lacks the fields its event needs → 400. Events the bot does not handle → 200 and
+not JSON, lacks the fields its event needs or names a repository GitHub could not have → 400. Events the bot does not handle → 200 and
 ignored. A valid delivery is recorded in the ledger and turned into a job; a delivery already
 processed (GitHub reuses the id when one is redelivered) → 200 and nothing more.
 """
@@ -20,6 +20,7 @@ from .. import metrics
 from ..appkeys import STATE
 from ..commands import parse_command
 from .body import BodyRefused, parse_payload, read_signed
+from .client import valid_full_name
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +69,18 @@ def _get(payload: dict, dotted: str, kind: type | None = None):
 
 def _pr_fields(payload: dict, number_path: str) -> tuple[str, int, int]:
     """Repository, PR number and installation id: an App cannot act on a PR without all three."""
-    repo = _get(payload, "repository.full_name", str)
+    repo = _repo_name(payload)
     number = _get(payload, number_path, int)
-    if "/" not in repo:
-        raise BadPayload("repository.full_name must look like owner/name")
     return repo, number, _get(payload, "installation.id", int)
+
+
+def _repo_name(payload: dict) -> str:
+    """``repository.full_name``, refused unless it is an owner/name GitHub could have made: it
+    goes into API URLs."""
+    repo = _get(payload, "repository.full_name", str)
+    if not valid_full_name(repo):
+        raise BadPayload("repository.full_name must be owner/name in GitHub's characters")
+    return repo
 
 
 def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
@@ -147,7 +155,7 @@ def _rerequest(event: str, action: str | None, payload: dict) -> Route:
     in the ledger by the check run's id or head."""
     if action != "rerequested":
         return Route(None, reason=f"{event} {action} is not handled")
-    repo = _get(payload, "repository.full_name", str)
+    repo = _repo_name(payload)
     inst = _get(payload, "installation.id", int)
     head = _get(payload, f"{event}.head_sha", str)
     item = payload[event]
