@@ -131,9 +131,10 @@ class ChecksApi:
                   "text": run.output.get("text"), "annotations_count": len(run.annotations),
                   "annotations_url": f"{api}/check-runs/{run.id}/annotations"}
         repo = self._repo(run.repo)
+        mini = {"id": repo.id, "url": api, "name": repo.name}
         prs = [{"url": f"{api}/pulls/{pr.number}", "id": pr.number, "number": pr.number,
-                "head": {"ref": pr.head_ref, "sha": pr.head_sha},
-                "base": {"ref": pr.base_ref, "sha": pr.base_sha}}
+                "head": {"ref": pr.head_ref, "sha": pr.head_sha, "repo": mini},
+                "base": {"ref": pr.base_ref, "sha": pr.base_sha, "repo": mini}}
                for pr in repo.prs.values() if pr.head_sha == run.head_sha and pr.state == "open"]
         return {
             "id": run.id, "node_id": _node_id("CR_", run.id), "head_sha": run.head_sha,
@@ -142,8 +143,7 @@ class ChecksApi:
             "details_url": run.details_url, "status": run.status, "conclusion": run.conclusion,
             "started_at": run.started_at, "completed_at": run.completed_at, "output": output,
             "name": run.name, "check_suite": {"id": 5_000_000_000 + len(run.head_sha)},
-            "app": {"id": int(self.app_id), "slug": self.app_slug,
-                    "name": self.app_slug, "owner": None},
+            "app": self.app_json(),
             "pull_requests": prs,
         }
 

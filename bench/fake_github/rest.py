@@ -603,12 +603,17 @@ class RestApi:
                 return web.Response(body=text.encode(), headers={"Content-Type": RAW_TYPE})
             encoded = base64.b64encode(text.encode()).decode()
             wrapped = "".join(encoded[i:i + 60] + "\n" for i in range(0, len(encoded), 60))
+            blob = blob_sha(text)
+            self_url = f"{api}/{urllib.parse.quote(path)}?ref={ref or repo.default_branch}"
+            git_url = f"{self._api()}/repos/{repo.full_name}/git/blobs/{blob}"
+            html_url = f"https://github.com/{repo.full_name}/blob/{ref or repo.default_branch}/" \
+                       f"{urllib.parse.quote(path)}"
             return self._json({
                 "type": "file", "encoding": "base64", "size": len(text.encode()),
                 "name": path.rsplit("/", 1)[-1], "path": path, "content": wrapped,
-                "sha": blob_sha(text), "url": f"{api}/{urllib.parse.quote(path)}?ref={sha}",
-                "html_url": f"https://github.com/{repo.full_name}/blob/{sha}/{path}",
+                "sha": blob, "url": self_url, "git_url": git_url, "html_url": html_url,
                 "download_url": f"https://raw.githubusercontent.com/{repo.full_name}/{sha}/{path}",
+                "_links": {"self": self_url, "git": git_url, "html": html_url},
             })
         prefix = f"{path}/" if path else ""
         children: dict[str, str] = {}
@@ -618,13 +623,23 @@ class RestApi:
                 children[head] = "dir" if rest else children.get(head, "file")
         if not children:
             raise ApiError(404, basic_error(404, "Not Found"))
-        return self._json([
-            {"type": kind, "name": name, "path": prefix + name,
-             "sha": blob_sha(tree[prefix + name]) if kind == "file" else None,
-             "size": len(tree[prefix + name].encode()) if kind == "file" else 0,
-             "url": f"{api}/{prefix}{name}?ref={sha}"}
-            for name, kind in sorted(children.items())
-        ])
+        def item(name: str, kind: str) -> dict[str, Any]:
+            where = prefix + name
+            blob = blob_sha(tree[where]) if kind == "file" else hashlib.sha1(
+                where.encode()).hexdigest()
+            git = f"{self._api()}/repos/{repo.full_name}/git/" + (
+                "blobs/" if kind == "file" else "trees/") + blob
+            html = f"https://github.com/{repo.full_name}/" + (
+                "blob/" if kind == "file" else "tree/") + f"{sha}/{where}"
+            url = f"{api}/{urllib.parse.quote(where)}?ref={sha}"
+            return {"type": kind, "name": name, "path": where, "sha": blob,
+                    "size": len(tree[where].encode()) if kind == "file" else 0, "url": url,
+                    "git_url": git, "html_url": html,
+                    "download_url": f"https://raw.githubusercontent.com/{repo.full_name}/{sha}/"
+                                    f"{where}" if kind == "file" else None,
+                    "_links": {"self": url, "git": git, "html": html}}
+
+        return self._json([item(name, kind) for name, kind in sorted(children.items())])
 
     async def _h_permission(self, call: _Call) -> web.Response:
         repo, login = call.repo, call.params["user"]

@@ -204,6 +204,8 @@ class _Repo:
     trees: dict[str, dict[str, str]] = field(default_factory=dict)
     prs: dict[int, _PullRequest] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
+    created_at: str = "2024-01-01T00:00:00Z"
+    pushed_at: str = "2024-01-01T00:00:00Z"
 
     @property
     def full_name(self) -> str:
@@ -362,6 +364,7 @@ class FakeState:
         self._user(owner)
         repo = _Repo(700_000_000 + next(self._ids), owner, name, int(installation_id),
                      default_branch)
+        repo.created_at = repo.pushed_at = self._iso()
         self._repos[full_name.lower()] = repo
         sha = self._new_sha(full_name, "initial")
         self._add_commit(repo, sha, "Initial commit", [], owner, dict(files or {}))
@@ -435,7 +438,7 @@ class FakeState:
         pr.commit_shas = new_shas if force else pr.commit_shas + new_shas
         pr.head_sha = head_sha
         pr.heads.append(head_sha)
-        pr.updated_at = self._iso()
+        pr.updated_at = the_repo.pushed_at = self._iso()
         the_repo.branches[pr.head_ref] = head_sha
         return self.pr_json(repo, number)
 
@@ -631,15 +634,26 @@ class FakeState:
         info = self._user(login)
         html = f"https://github.com/apps/{self.app_slug}" if login == self.bot_login else (
             f"https://github.com/{login}")
+        api = f"{self._api()}/users/{urllib.parse.quote(login)}"
         return {
             "login": login,
             "id": info["id"],
             "node_id": _node_id("U", info["id"]),
             "avatar_url": f"https://avatars.githubusercontent.com/u/{info['id']}?v=4",
             "gravatar_id": "",
-            "url": f"{self._api()}/users/{urllib.parse.quote(login)}",
+            "url": api,
             "html_url": html,
+            "followers_url": f"{api}/followers",
+            "following_url": f"{api}/following{{/other_user}}",
+            "gists_url": f"{api}/gists{{/gist_id}}",
+            "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+            "subscriptions_url": f"{api}/subscriptions",
+            "organizations_url": f"{api}/orgs",
+            "repos_url": f"{api}/repos",
+            "events_url": f"{api}/events{{/privacy}}",
+            "received_events_url": f"{api}/received_events",
             "type": info["type"],
+            "user_view_type": "public",
             "site_admin": False,
         }
 
@@ -664,15 +678,59 @@ class FakeState:
             "suspended_at": None,
         }
 
+    def app_json(self) -> dict[str, Any]:
+        """The App as GitHub shows it (``integration``: in check runs, ``GET /app``)."""
+        owner = next(iter(self._installations.values()), {}).get("account") or "roundwise-dev"
+        return {
+            "id": int(self.app_id) if str(self.app_id).isdigit() else self.app_id,
+            "slug": self.app_slug,
+            "node_id": _node_id("A", int(self.app_id) if str(self.app_id).isdigit() else 1),
+            "client_id": self.client_id or f"Iv1.{self.app_slug}",
+            "owner": self.user_json(owner),
+            "name": self.app_slug,
+            "description": "",
+            "external_url": f"https://github.com/apps/{self.app_slug}",
+            "html_url": f"https://github.com/apps/{self.app_slug}",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "permissions": self._app_permissions(),
+            "events": ["pull_request", "pull_request_review", "pull_request_review_comment",
+                       "pull_request_review_thread", "issue_comment", "check_run"],
+        }
+
     @staticmethod
     def _app_permissions() -> dict[str, str]:
         return {"checks": "write", "contents": "read", "issues": "write", "metadata": "read",
                 "pull_requests": "write"}
 
     def repo_json(self, full_name: str) -> dict[str, Any]:
-        """A repository object."""
+        """A repository object (GitHub's ``repository`` schema, as pulls and webhooks carry
+        it): every URL template, counts, flags and times."""
         repo = self._repo(full_name)
         api = f"{self._api()}/repos/{repo.full_name}"
+        html = f"https://github.com/{repo.full_name}"
+        templates = {
+            "archive_url": "/{archive_format}{/ref}", "assignees_url": "/assignees{/user}",
+            "blobs_url": "/git/blobs{/sha}", "branches_url": "/branches{/branch}",
+            "collaborators_url": "/collaborators{/collaborator}",
+            "comments_url": "/comments{/number}", "commits_url": "/commits{/sha}",
+            "compare_url": "/compare/{base}...{head}", "contents_url": "/contents/{+path}",
+            "contributors_url": "/contributors", "deployments_url": "/deployments",
+            "downloads_url": "/downloads", "events_url": "/events", "forks_url": "/forks",
+            "git_commits_url": "/git/commits{/sha}", "git_refs_url": "/git/refs{/sha}",
+            "git_tags_url": "/git/tags{/sha}", "hooks_url": "/hooks",
+            "issue_comment_url": "/issues/comments{/number}",
+            "issue_events_url": "/issues/events{/number}", "issues_url": "/issues{/number}",
+            "keys_url": "/keys{/key_id}", "labels_url": "/labels{/name}",
+            "languages_url": "/languages", "merges_url": "/merges",
+            "milestones_url": "/milestones{/number}",
+            "notifications_url": "/notifications{?since,all,participating}",
+            "pulls_url": "/pulls{/number}", "releases_url": "/releases{/id}",
+            "stargazers_url": "/stargazers", "statuses_url": "/statuses/{sha}",
+            "subscribers_url": "/subscribers", "subscription_url": "/subscription",
+            "tags_url": "/tags", "teams_url": "/teams", "trees_url": "/git/trees{/sha}",
+        }
+        open_prs = sum(1 for pr in repo.prs.values() if pr.state == "open")
         return {
             "id": repo.id,
             "node_id": _node_id("R", repo.id),
@@ -680,11 +738,44 @@ class FakeState:
             "full_name": repo.full_name,
             "private": False,
             "owner": self.user_json(repo.owner),
-            "html_url": f"https://github.com/{repo.full_name}",
+            "html_url": html,
+            "description": None,
             "fork": False,
             "url": api,
-            "pulls_url": api + "/pulls{/number}",
+            **{key: api + rest for key, rest in templates.items()},
+            "git_url": f"git://github.com/{repo.full_name}.git",
+            "ssh_url": f"git@github.com:{repo.full_name}.git",
+            "clone_url": f"{html}.git",
+            "svn_url": html,
+            "mirror_url": None,
+            "homepage": None,
+            "language": None,
+            "forks_count": 0,
+            "forks": 0,
+            "stargazers_count": 0,
+            "watchers_count": 0,
+            "watchers": 0,
+            "size": 0,
             "default_branch": repo.default_branch,
+            "open_issues_count": open_prs,
+            "open_issues": open_prs,
+            "is_template": False,
+            "topics": [],
+            "has_issues": True,
+            "has_projects": True,
+            "has_wiki": True,
+            "has_pages": False,
+            "has_downloads": True,
+            "has_discussions": False,
+            "archived": False,
+            "disabled": False,
+            "visibility": "public",
+            "license": None,
+            "allow_forking": True,
+            "web_commit_signoff_required": False,
+            "pushed_at": repo.pushed_at,
+            "created_at": repo.created_at,
+            "updated_at": repo.pushed_at,
         }
 
     def _commit_json(self, repo: _Repo, sha: str) -> dict[str, Any]:
@@ -708,7 +799,10 @@ class FakeState:
             },
             "author": self.user_json(commit.author),
             "committer": self.user_json(commit.author),
-            "parents": [{"sha": p, "url": f"{api}/commits/{p}"} for p in commit.parents],
+            "comments_url": f"{api}/commits/{sha}/comments",
+            "parents": [{"sha": p, "url": f"{api}/commits/{p}",
+                         "html_url": f"https://github.com/{repo.full_name}/commit/{p}"}
+                        for p in commit.parents],
         }
 
     def _diff(self, repo: _Repo, old_sha: str, new_sha: str) -> list[FileDiff]:
@@ -755,14 +849,40 @@ class FakeState:
             "closed_at": pr.closed_at,
             "merged_at": pr.merged_at,
             "merge_commit_sha": pr.merge_commit_sha,
+            "assignee": None,
+            "assignees": [],
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "labels": [],
+            "milestone": None,
             "draft": pr.draft,
+            "commits_url": f"{api}/pulls/{number}/commits",
+            "review_comments_url": f"{api}/pulls/{number}/comments",
+            "review_comment_url": f"{api}/pulls/comments{{/number}}",
+            "comments_url": f"{api}/issues/{number}/comments",
+            "statuses_url": f"{api}/statuses/{pr.head_sha}",
             "head": {"label": f"{pr.author}:{pr.head_ref}", "ref": pr.head_ref,
                      "sha": pr.head_sha, "user": head_user, "repo": repo_json},
             "base": {"label": f"{the_repo.owner}:{pr.base_ref}", "ref": pr.base_ref,
                      "sha": pr.base_sha, "user": self.user_json(the_repo.owner),
                      "repo": repo_json},
+            "_links": {
+                "self": {"href": f"{api}/pulls/{number}"},
+                "html": {"href": html},
+                "issue": {"href": f"{api}/issues/{number}"},
+                "comments": {"href": f"{api}/issues/{number}/comments"},
+                "review_comments": {"href": f"{api}/pulls/{number}/comments"},
+                "review_comment": {"href": f"{api}/pulls/comments{{/number}}"},
+                "commits": {"href": f"{api}/pulls/{number}/commits"},
+                "statuses": {"href": f"{api}/statuses/{pr.head_sha}"},
+            },
             "author_association": self._association(the_repo, pr.author),
+            "auto_merge": None,
+            "active_lock_reason": None,
             "merged": pr.merged,
+            "merged_by": self.user_json(the_repo.owner) if pr.merged else None,
+            "maintainer_can_modify": False,
+            "rebaseable": True if pr.state == "open" else None,
             "mergeable": True if pr.state == "open" else None,
             "mergeable_state": "clean" if pr.state == "open" else "unknown",
             "comments": len(pr.issue_comments),
@@ -829,6 +949,9 @@ class FakeState:
             "html_url": f"{html}#pullrequestreview-{review.id}",
             "pull_request_url": f"{self._api()}/repos/{repo.full_name}/pulls/{pr.number}",
             "author_association": self._association(repo, review.user),
+            "_links": {"html": {"href": f"{html}#pullrequestreview-{review.id}"},
+                       "pull_request": {"href": f"{self._api()}/repos/{repo.full_name}/pulls/"
+                                                f"{pr.number}"}},
             "commit_id": review.commit_id,
         }
         if review.submitted_at:
