@@ -22,7 +22,7 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
 
-from .forge import Forge, ForgeError
+from .forge import Forge, ForgeError, NotFound, Unprocessable
 from .store.offload import off_loop
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
@@ -272,10 +272,15 @@ async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
                 f"roundwise requests changes: {len(gate)} blocking defect(s) stand: {keys}{more}. "
                 f"See the summary comment.\n{VERDICT_MARKER}<!-- r{number}: -->"))
             return "requested"
+        dismissed = 0
         for review in requesting:
-            await forge.dismiss_review(pr["number"], review.id,
-                                       f"No blocking defect stands after round {number}.")
-        return "dismissed" if requesting else None
+            try:
+                await forge.dismiss_review(pr["number"], review.id,
+                                           f"No blocking defect stands after round {number}.")
+                dismissed += 1
+            except (Unprocessable, NotFound) as exc:  # dismissed meanwhile, or gone: go on
+                log.info("review %s of round %d not dismissed: %s", review.id, number, exc)
+        return "dismissed" if dismissed else None
     except ForgeError as exc:
         log.warning("could not post the review verdict of round %d: %s", number, exc)
         return None

@@ -24,7 +24,8 @@ https://docs.github.com/rest/checks/runs, the OpenAPI ``check-run`` schema):
 ``PUT /repos/{o}/{r}/pulls/{n}/reviews/{id}/dismissals`` (src:
 https://docs.github.com/rest/pulls/reviews#dismiss-a-review-for-a-pull-request): ``message``
 required, ``event`` optional (``DISMISS``); → 200 Review with ``state: DISMISSED``; 404 for an
-unknown review; 422 for a pending one.
+unknown review; 422 for a pending one and, as on GitHub, for one that is only a comment or is
+already dismissed (only approvals and change requests can be dismissed).
 
 CheckRun fields returned: ``id``, ``node_id``, ``head_sha``, ``external_id``, ``url``,
 ``html_url``, ``details_url``, ``status``, ``conclusion``, ``started_at``, ``completed_at``,
@@ -255,6 +256,12 @@ class ChecksApi:
                            "member of enum.")
         if review.state == "PENDING":
             raise ApiError(422, {"message": "Can not dismiss a pending review",
+                                 "documentation_url": f"{DOCS}/pulls/reviews", "status": "422"})
+        if review.state not in ("APPROVED", "CHANGES_REQUESTED"):
+            # only an approval or a change request can be dismissed (wording unconfirmed)
+            kind = "commented" if review.state == "COMMENTED" else "dismissed"
+            raise ApiError(422, {"message": "Unprocessable Entity",
+                                 "errors": [f"Can not dismiss a {kind} pull request review"],
                                  "documentation_url": f"{DOCS}/pulls/reviews", "status": "422"})
         review.state = "DISMISSED"
         return self._json(self._review_json(call.repo, call.pr, review))

@@ -25,6 +25,7 @@ from .state import (
     DIFF_TYPE,
     DOCS,
     JSON_TYPE,
+    MAX_API_BLOB,
     MAX_DIFF_FILES,
     MAX_DIFF_LINES,
     MAX_JWT_LIFETIME,
@@ -46,6 +47,7 @@ from .state import (
     _validation_failed,
     _validation_simple,
     basic_error,
+    to_sentence,
 )
 
 
@@ -601,15 +603,20 @@ class RestApi:
             text = tree[path]
             if _accepts(call.request, "raw", "v3.raw"):
                 return web.Response(body=text.encode(), headers={"Content-Type": RAW_TYPE})
-            encoded = base64.b64encode(text.encode()).decode()
-            wrapped = "".join(encoded[i:i + 60] + "\n" for i in range(0, len(encoded), 60))
+            data = text.encode()
+            if len(data) > MAX_API_BLOB:  # 1-100 MB: GitHub sends no content; ask for raw
+                encoding, wrapped = "none", ""
+            else:
+                encoded = base64.b64encode(data).decode()
+                encoding = "base64"
+                wrapped = "".join(encoded[i:i + 60] + "\n" for i in range(0, len(encoded), 60))
             blob = blob_sha(text)
             self_url = f"{api}/{urllib.parse.quote(path)}?ref={ref or repo.default_branch}"
             git_url = f"{self._api()}/repos/{repo.full_name}/git/blobs/{blob}"
             html_url = f"https://github.com/{repo.full_name}/blob/{ref or repo.default_branch}/" \
                        f"{urllib.parse.quote(path)}"
             return self._json({
-                "type": "file", "encoding": "base64", "size": len(text.encode()),
+                "type": "file", "encoding": encoding, "size": len(data),
                 "name": path.rsplit("/", 1)[-1], "path": path, "content": wrapped,
                 "sha": blob, "url": self_url, "git_url": git_url, "html_url": html_url,
                 "download_url": f"https://raw.githubusercontent.com/{repo.full_name}/{sha}/{path}",
@@ -692,8 +699,8 @@ class RestApi:
             except ValueError as error:
                 if str(error) not in errors:
                     errors.append(str(error))
-        if errors:
-            raise _validation_simple(errors)
+        if errors:  # GitHub joins several into one string
+            raise _validation_simple([to_sentence(errors)])
         review = self._new_review(pr, self.bot_login, body.get("body") or "", state, commit_id)
         for text, target in targets:
             self._new_comment(repo, pr, review, self.bot_login, text, target, commit_id)

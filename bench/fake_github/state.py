@@ -47,6 +47,17 @@ PATH_ERROR = "Path could not be resolved"
 START_LINE_ERROR = (
     "Pull request review thread start line must be part of the same hunk as the line."
 )
+POSITION_ERROR = "Position could not be resolved"
+START_ORDER_ERROR = "pull_request_review_thread.start_line must precede the end line."
+MAX_API_BLOB = 1024 * 1024  # larger files: contents JSON has no content (``encoding: none``)
+
+
+def to_sentence(messages: list[str]) -> str:
+    """Several validation messages as GitHub joins them into one string ("a and b"; "a, b,
+    and c"): the wording of the join is Rails' ``to_sentence`` (unconfirmed)."""
+    if len(messages) <= 2:
+        return " and ".join(messages)
+    return ", ".join(messages[:-1]) + ", and " + messages[-1]
 
 
 
@@ -1118,9 +1129,10 @@ class FakeState:
             raise ValueError(PATH_ERROR)
         line, side = spec.get("line"), spec.get("side") or "RIGHT"
         if line is None and spec.get("position") is not None:
-            found = file_diff.at_position(spec["position"])
+            found = file_diff.at_position(spec["position"]) \
+                if type(spec["position"]) is int else None
             if found is None:
-                raise ValueError(LINE_ERROR)
+                raise ValueError(POSITION_ERROR)
             line, side = found
         if side not in ("LEFT", "RIGHT") or type(line) is not int:
             raise ValueError(LINE_ERROR)
@@ -1130,10 +1142,11 @@ class FakeState:
         start_line = spec.get("start_line")
         start_side = (spec.get("start_side") or side) if start_line is not None else None
         if start_line is not None:
+            if type(start_line) is int and start_side == side and start_line >= line:
+                raise ValueError(START_ORDER_ERROR)
             start_lines = file_diff.side_lines(start_side)
             if (type(start_line) is not int or start_line not in start_lines
-                    or start_lines[start_line] != lines[line]
-                    or (start_side == side and start_line >= line)):
+                    or start_lines[start_line] != lines[line]):
                 raise ValueError(START_LINE_ERROR)
         return path, line, side, start_line, start_side
 
@@ -1219,6 +1232,17 @@ class FakeState:
         if state not in REVIEW_EVENTS.values():
             raise ValueError(f"unknown review state {state!r}")
         review = self._new_review(pr, user, body, state, pr.head_sha)
+        return self._review_json(the_repo, pr, review)
+
+    def dismiss_review(self, repo: str, number: int, review_id: int, by_user: str
+                       ) -> dict[str, Any]:
+        """A maintainer dismisses review ``review_id`` (an approval or a change request)."""
+        the_repo, pr = self._pr(repo, number)
+        self._user(by_user)
+        review = next((r for r in pr.reviews if r.id == int(review_id)), None)
+        if review is None or review.state not in ("APPROVED", "CHANGES_REQUESTED"):
+            raise ValueError(f"review {review_id} cannot be dismissed")
+        review.state = "DISMISSED"
         return self._review_json(the_repo, pr, review)
 
     def add_issue_comment(self, repo: str, number: int, user: str, body: str) -> dict[str, Any]:
