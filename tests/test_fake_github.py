@@ -523,3 +523,93 @@ async def test_deleting_a_thread_root_deletes_the_thread(fake, gh):
     with pytest.raises(gidgethub.BadRequest):  # replying to it is GitHub's 404
         await gh.post(f"/repos/{REPO}/pulls/7/comments/{top['id']}/replies",
                       data={"body": "x"})
+
+
+# ----------------------------------------------------------------------------- budgets, 304s
+
+
+async def test_rate_limit_budgets_are_per_installation_and_the_app(fake, session, keys):
+    fake.add_installation(43, "other")
+    fake.add_repo("other/gadgets", 43)
+    app = GitHubAPI(session, "roundwise-test", base_url=fake.url)
+    other = (await gidgethub.apps.get_installation_access_token(
+        app, installation_id="43", app_id=str(APP_ID), private_key=keys[0]))["token"]
+    fake.set_rate_limit(0, installation=42, reset_in=600)
+    mine = await install_token(fake, session, keys)  # the App's own budget: still served
+    spent = {"Authorization": f"token {mine}"}
+    async with session.get(f"{fake.url}/repos/{REPO}/pulls/7", headers=spent) as response:
+        assert response.status == 403 and response.headers["x-ratelimit-remaining"] == "0"
+        assert (await response.json())["message"] == \
+            "API rate limit exceeded for installation ID 42."
+    async with session.get(f"{fake.url}/repos/other/gadgets/collaborators/other/permission",
+                           headers={"Authorization": f"token {other}"}) as response:
+        assert response.status == 200  # served, and charged to 43 alone
+        assert response.headers["x-ratelimit-remaining"] == str(fake.rate_limit - 1)
+    fake.set_rate_limit(0, resource="graphql", installation=42, reset_in=600)
+    async with session.post(f"{fake.url}/graphql", headers=spent,
+                            json={"query": RESOLVE, "variables": {"id": "x"}}) as response:
+        assert response.status == 200 and response.headers["x-ratelimit-remaining"] == "0"
+        assert response.headers["x-ratelimit-resource"] == "graphql"
+        assert (await response.json())["errors"][0]["type"] == "RATE_LIMITED"
+    assert fake.usage(42)["charged"] == 0 and fake.usage(42)["app_jwt"] == 1
+    assert fake.usage(43)["charged"] == 1 and fake.usage()["charged"] == 2  # two tokens
+
+
+async def test_conditional_gets_get_free_304s_until_the_answer_changes(fake, gh, session):
+    auth = {"Authorization": f"token {gh.oauth_token}"}
+    url = f"{fake.url}/repos/{REPO}/pulls/7"
+    async with session.get(url, headers=auth) as response:
+        etag, modified = response.headers["ETag"], response.headers["Last-Modified"]
+        remaining = int(response.headers["x-ratelimit-remaining"])
+    async with session.get(url, headers={**auth, "Accept": "application/vnd.github.diff"}
+                           ) as response:
+        assert response.headers["ETag"] != etag  # one per media type
+    for conditional in ({"If-None-Match": etag}, {"If-None-Match": f'"x", {etag}'},
+                        {"If-Modified-Since": modified}):
+        async with session.get(url, headers={**auth, **conditional}) as response:
+            assert response.status == 304 and await response.read() == b""
+            assert int(response.headers["x-ratelimit-remaining"]) == remaining - 1
+    fake.add_issue_comment(REPO, 7, "bob", "new")  # the pull's comment count changes
+    async with session.get(url, headers={**auth, "If-None-Match": etag}) as response:
+        assert response.status == 200 and response.headers["ETag"] != etag
+    assert fake.usage(42)["not_modified"] == 3
+
+
+async def test_dismissing_a_comment_or_a_dismissed_review_is_422(fake, gh):
+    url = f"/repos/{REPO}/pulls/7/reviews"
+    comment = await gh.post(url, data={"event": "COMMENT", "body": "note"})
+    asking = await gh.post(url, data={"event": "REQUEST_CHANGES", "body": "fix"})
+    data = {"message": "done"}
+    with pytest.raises(gidgethub.BadRequest) as caught:
+        await gh.put(f"{url}/{comment['id']}/dismissals", data=data)
+    assert caught.value.status_code == 422
+    assert (await gh.put(f"{url}/{asking['id']}/dismissals", data=data))["state"] == "DISMISSED"
+    with pytest.raises(gidgethub.BadRequest) as caught:
+        await gh.put(f"{url}/{asking['id']}/dismissals", data=data)
+    assert caught.value.status_code == 422
+
+
+async def test_contents_over_one_megabyte_come_without_content(fake, gh):
+    fake.push(REPO, 7, HEAD2, {"big.txt": "x" * (1024 * 1024 + 1)})
+    answer = await gh.getitem(f"/repos/{REPO}/contents/big.txt?ref={HEAD2}")
+    assert (answer["encoding"], answer["content"], answer["size"]) == ("none", "", 1024 * 1024 + 1)
+    raw = await gh.getitem(f"/repos/{REPO}/contents/big.txt?ref={HEAD2}",
+                           accept="application/vnd.github.raw")
+    assert len(raw) == 1024 * 1024 + 1
+
+
+def test_conditional_cache_is_bounded_and_hands_out_copies():
+    from bot.github.client import ConditionalCache
+
+    cache = ConditionalCache(size=3, max_bytes=4000)
+    scope = cache.scope(42, "json")
+    scope["/a"] = ('W/"1"', None, [{"n": 1}], None)
+    got = scope["/a"][2]
+    got[0]["n"] = 99  # a caller changing its answer
+    assert scope["/a"][2] == [{"n": 1}]
+    for name in "bcd":
+        scope[f"/{name}"] = ('W/"2"', None, {"k": name}, None)
+    assert len(cache) == 3 and "/a" not in scope  # least recently used went first
+    scope["/big"] = ('W/"3"', None, "x" * 2000, None)  # over a quarter of the bytes: not kept
+    assert "/big" not in scope and cache.bytes <= 4000
+    assert "/b" not in cache.scope(43, "json")  # installations do not share answers

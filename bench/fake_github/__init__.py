@@ -4,8 +4,11 @@ The bot's tests and the offline bench point the bot at ``FakeGitHub.url`` instea
 api.github.com, so what passes here is what runs in production. The fake follows the contract in
 the shared GitHub API notes: App JWTs and installation tokens, pull request reads (JSON, git
 diffs, files, compare, contents, commits), reviews and comments with GitHub's all-or-nothing line
-validation, GraphQL review threads, rate-limit headers, absolute ``Link`` pagination and scripted
-faults. State lives in memory and is set up (or acted on as a human) through plain methods. The
+validation, GraphQL review threads, absolute ``Link`` pagination and scripted faults. Its
+answers take the full shapes of GitHub's published schemas (``tests/test_github_contract.py``
+checks them with githubkit); rate limits are budgets per installation, for the App's JWT calls
+and for unauthenticated calls, as GitHub keeps them (``usage`` says what each spent); every GET
+carries an ``ETag`` and a conditional GET that matches gets a free 304. State lives in memory and is set up (or acted on as a human) through plain methods. The
 fake never sends webhooks; ``bench.payloads`` builds them from its state.
 
 The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers),

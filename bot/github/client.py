@@ -84,8 +84,9 @@ class RetryPolicy:
 
 
 # GitHub's characters: an account is letters, digits and hyphens (39 at most, no leading
-# hyphen); a repository letters, digits, ".", "-" and "_" (100 at most), never "." or "..".
-_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}")
+# hyphen; Enterprise managed users add "_shortcode"); a repository letters, digits, ".", "-"
+# and "_" (100 at most), never "." or "..".
+_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,38}")
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
 
@@ -100,11 +101,14 @@ def valid_full_name(full_name: object) -> bool:
 
 class ConditionalCache:
     """The last answer (with its ``ETag`` and ``Last-Modified``) of each conditional read,
-    least recently used dropped past ``size`` entries. Answers are kept as JSON bytes, so a
-    caller changing what it got cannot change what the next 304 returns."""
+    least recently used dropped past ``size`` entries or ``max_bytes`` of answers. Answers are
+    kept as JSON bytes, so a caller changing what it got cannot change what the next 304
+    returns; one larger than a quarter of ``max_bytes`` is not kept."""
 
-    def __init__(self, size: int = 2048):
+    def __init__(self, size: int = 2048, max_bytes: int = 32 * 1024 * 1024):
         self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self._entries: OrderedDict[tuple, tuple] = OrderedDict()
 
     def __len__(self) -> int:
@@ -121,13 +125,23 @@ class ConditionalCache:
 
     def put(self, key: tuple, value: tuple) -> None:
         etag, modified, data, more = value
-        self._entries[key] = (etag, modified, orjson.dumps(data), more)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        self.drop(key)
+        try:
+            raw = orjson.dumps(data)
+        except TypeError:  # not JSON: nothing to keep
+            return
+        if len(raw) > self.max_bytes // 4:
+            return
+        self._entries[key] = (etag, modified, raw, more)
+        self.bytes += len(raw)
+        while len(self._entries) > self.size or self.bytes > self.max_bytes:
+            _, (_, _, dropped, _) = self._entries.popitem(last=False)
+            self.bytes -= len(dropped)
 
     def drop(self, key: tuple) -> None:
-        self._entries.pop(key, None)
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.bytes -= len(entry[2])
 
     def keys(self) -> list[tuple]:
         return list(self._entries)
