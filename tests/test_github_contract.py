@@ -12,20 +12,14 @@ for it): the answer must parse and carry the review-thread fields the bot reads.
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
+from githubkit import AppAuthStrategy, GitHub
+from githubkit.cache import MemCacheStrategy
 
-warnings.filterwarnings("ignore", category=DeprecationWarning, module="githubkit.*")
+from bench.fake_github import FakeGitHub
+from bot.github.client import RESOLVE_MUTATION, THREADS_QUERY
 
-import githubkit  # noqa: E402,F401  (the schema packages import through githubkit first)
-from githubkit import AppAuthStrategy, GitHub  # noqa: E402
-from githubkit.cache import MemCacheStrategy  # noqa: E402
-
-from bench.fake_github import FakeGitHub  # noqa: E402
-from bot.github.client import RESOLVE_MUTATION, THREADS_QUERY  # noqa: E402
-
-from .server_kit import APP_ID, app_keys  # noqa: E402
+from .server_kit import APP_ID, app_keys
 
 VERSIONS = ["2022-11-28", "2026-03-10"]
 INST, OWNER, NAME, NUMBER = 55, "octo", "widgets", 7
@@ -243,7 +237,7 @@ async def test_fake_answers_validate_against_githubs_schema(setup, endpoint, ver
 
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_media_types_without_a_schema(setup, version):
-    fake, app, inst, made = setup
+    inst = setup[2]
     client = inst.rest(version)
     diff = await client.pulls.async_get(OWNER, NAME, NUMBER,
                                         headers={"Accept": "application/vnd.github.diff"})

@@ -15,10 +15,10 @@ import time
 import pytest
 
 from bench import payloads
+from bench.fake_github.state import LINE_ERROR, START_ORDER_ERROR, to_sentence
 from bot.github import GitHubApp
 
 from .server_kit import (
-    HEAD1,
     HEAD2,
     HEAD3,
     INSTALLATION,
@@ -26,7 +26,6 @@ from .server_kit import (
     REPO,
     ROUND2_FILES,
     Tap,
-    app_keys,
     open_pr,
     running_bot,
 )
@@ -232,6 +231,24 @@ async def test_files_over_one_megabyte_are_read_raw(tmp_path):
         assert [r["status"] for r in bot.rounds()] == ["complete"]
 
 
+async def test_githubs_joined_422_messages_fall_back_to_one_comment_at_a_time(tmp_path):
+    """GitHub joins several refusals into one string ("... and ..."): the bot does not parse
+    them, it posts the comments one at a time and keeps each one GitHub takes."""
+    async with running_bot(tmp_path) as bot:
+        open_pr(bot.fake)
+        joined = to_sentence([LINE_ERROR, START_ORDER_ERROR])
+        assert joined == f"{LINE_ERROR} and {START_ORDER_ERROR}"
+        bot.fake.fail_next("POST", rf"/pulls/{NUMBER}/reviews$", 422, {
+            "message": "Unprocessable Entity", "errors": [joined],
+            "documentation_url": "https://docs.github.com/rest/pulls/reviews", "status": "422"})
+        await bot.pull_request("opened")
+        await bot.idle()
+        sent = [r.body for r in bot.calls("POST", rf"/pulls/{NUMBER}/reviews$")]
+        assert [len(b["comments"]) for b in sent] == [2, 1, 1]
+        assert len(bot.bot_comments("review")) == 2
+        assert [r["status"] for r in bot.rounds()] == ["complete"]
+
+
 # -- names that would leave the repository -----------------------------------------------------
 
 
@@ -257,5 +274,4 @@ async def test_client_refuses_bad_names_and_quotes_every_segment(tmp_path):
                 github.repo(INSTALLATION, bad)
         client = github.repo(INSTALLATION, "octo/wid.get_s-1")
         assert client._url("/pulls/1") == "/repos/octo/wid.get_s-1/pulls/1"
-        assert app_keys()  # the same throwaway App as the server's
-        assert HEAD1 != HEAD2
+        assert github.repo(INSTALLATION, "octo_acme/x")._url("") == "/repos/octo_acme/x"

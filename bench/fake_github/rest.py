@@ -120,8 +120,7 @@ def _accepts(request: web.Request, *media: str) -> bool:
 
 def _http_date(iso: str) -> str:
     """An ISO 8601 UTC time as an HTTP date (``Last-Modified``)."""
-    return format_datetime(datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")),
-                           usegmt=True)
+    return format_datetime(datetime.datetime.fromisoformat(iso), usegmt=True)
 
 
 def _etag_matches(header: str, etag: str) -> bool:

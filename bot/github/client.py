@@ -143,7 +143,8 @@ class ConditionalCache:
         if entry is not None:
             self.bytes -= len(entry[2])
 
-    def keys(self) -> list[tuple]:
+    def stored(self) -> list[tuple]:
+        """Every key kept, least recently used first."""
         return list(self._entries)
 
 
@@ -164,7 +165,7 @@ class _Scope(MutableMapping):
 
     def __iter__(self) -> Iterator[str]:
         n = len(self._key)
-        return iter([k[n] for k in self._cache.keys() if k[:n] == self._key])
+        return iter([k[n] for k in self._cache.stored() if k[:n] == self._key])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -542,7 +543,7 @@ class RepoClient:
             except gidgethub.GraphQLResponseTypeError as exc:
                 # not JSON: GitHub's front end answering 5xx in HTML, retried like a JSON 5xx
                 if api.last_status is not None and api.last_status >= 500:
-                    known = api.last_status in http.HTTPStatus._value2member_map_
+                    known = api.last_status in {int(code) for code in http.HTTPStatus}
                     raise gidgethub.GitHubBroken(http.HTTPStatus(
                         api.last_status if known else 502)) from exc
                 raise
