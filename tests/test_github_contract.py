@@ -251,18 +251,20 @@ async def test_media_types_without_a_schema(setup, version):
 
 
 def test_every_client_endpoint_is_covered():
-    """Each URL bot/github/client.py builds has a contract case above."""
-    import importlib.metadata
+    """Each URL bot/github/client.py builds has a contract case above (a new call without one
+    fails here)."""
     import inspect
     import re
 
     from bot.github import client
 
-    source = inspect.getsource(client.RepoClient) + inspect.getsource(client.GitHubApp)
-    built = set(re.findall(r'_url\(f?"(/[a-z-]+)', source)) | set(
-        re.findall(r'f"(/app/installations)', source))
-    covered = " ".join(ENDPOINTS)
-    assert built, "no URL found in the client"
-    for prefix in built:
-        assert prefix.split("{")[0].rstrip("/") in covered, prefix
-    assert importlib.metadata.version("githubkit")
+    def shape(path: str) -> str:
+        path = re.sub(r" \(.*\)$", "", path).split("?")[0]
+        return re.sub(r"\{[^}]*\}", "{}", path.removeprefix("/repos/{o}/{r}"))
+
+    source = inspect.getsource(client)
+    built = {shape(p) for p in re.findall(r'_url\(\s*f?"([^"]+)"', source)}
+    built |= {shape(p) for p in re.findall(r'f"(/app/installations/[^"]+)"', source)}
+    covered = {shape(key.split(" ", 1)[1]) for key in ENDPOINTS}
+    assert len(built) >= 14, built  # the 14 the client builds today
+    assert built <= covered, built - covered
