@@ -10,10 +10,9 @@ with a rate-limit error). A wait longer than the policy allows is not slept: the
 how long (``retry_after``) and the job queue tries again then. Tokens are never logged.
 
 The reads a round repeats (the pull, its files, reviews and comments, the settings file on the
-default branch) are conditional requests:
-the last answer's ``ETag`` is sent back and GitHub's 304, which its primary limit does not
-count, returns the kept answer (``ConditionalCache``, bounded, one scope per installation and
-media type). Owner and name are checked against GitHub's characters and every URL segment is
+default branch) are conditional requests: the last answer's ``ETag`` is sent back and GitHub's
+304, which its primary limit does not count, returns the kept answer (``ConditionalCache``,
+bounded, one scope per installation and media type). Owner and name are checked against GitHub's characters and every URL segment is
 quoted, so no payload can point a call at another endpoint.
 """
 
