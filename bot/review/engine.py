@@ -14,7 +14,6 @@ verifiers are small protocols, so the LLM path (``bot.review.llm``) and the offl
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -22,11 +21,14 @@ from typing import Protocol
 from tracker.anchors import DiffMap, excerpt
 from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
 from tracker.dedupe import Position, match_finding, same_defect
+from tracker.learnings import Learning, kind_of
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, Signal, severity_rank
 
 from .offline import review_offline
 from .patch import Patches
+from .paths import PathRule, matches_any
+from .recheck import recheck_static
 
 
 @dataclass
@@ -41,6 +43,16 @@ class Settings:
     require_tests: bool = False  # track "code changed, no test changed" as a defect
     fail_on: str | None = None  # the check run fails while a defect this severe stands
     review_event: str = "comment"  # or "request_changes" while blocking defects stand
+    # ``converge``: after round ``converge_after``, new findings below ``converge_severity``
+    # are held back (shown folded in the summary, never posted inline).
+    converge_after: int | None = None
+    converge_severity: str = "Major"
+    paths: list[PathRule] = field(default_factory=list)  # per-glob instructions, skips
+
+    def skipped(self, path: str | None) -> bool:
+        """Whether ``path`` is excluded from review (``ignore_paths`` or ``paths: skip``)."""
+        return bool(path) and (matches_any(path, self.ignore_paths)
+                               or any(r.skip and r.matches(path) for r in self.paths))
 
 
 @dataclass
@@ -66,6 +78,8 @@ class RoundContext:
     anchor_diffs: dict[str, str] = field(default_factory=dict)  # commit -> diff to head
     upstream_diff: str = ""  # previous head -> itself rebased onto a new base (after a rebase)
     patches: Patches = field(default_factory=Patches, repr=False, compare=False)
+    # kinds of finding people keep dismissing in this repository (``tracker.learnings``)
+    muted: dict[str, Learning] = field(default_factory=dict)
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -107,6 +121,9 @@ class RoundResult:
     dropped: Counter = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
     notes: list[str] = field(default_factory=list)  # for the summary, not tracked
+    # new findings not posted: (finding, why) with why "muted" (a kind people keep dismissing)
+    # or "converge" (below ``converge``'s severity after its round); shown folded in the summary
+    held: list[tuple[Finding, str]] = field(default_factory=list)
 
     def code_for(self, ctx: RoundContext, finding: Finding) -> str | None:
         return ctx.code_at(finding.path, finding.line_start, finding.line_end)
@@ -133,9 +150,10 @@ class OfflineDetector:
             patch = ctx.patches.patch(ctx.pr_diff)
         except Exception:  # noqa: BLE001 - the reviewer reports what it cannot parse
             patch = None
+        skip = [r.glob for r in ctx.settings.paths if r.skip]
         findings = await asyncio.to_thread(
-            review_offline, ctx.pr_diff, ctx.files, ignore_paths=ctx.settings.ignore_paths,
-            patch=patch,
+            review_offline, ctx.pr_diff, ctx.files,
+            ignore_paths=[*ctx.settings.ignore_paths, *skip], patch=patch,
         )
         return Detection(findings)
 
@@ -209,9 +227,16 @@ class Engine:
                 continue
             result.findings.append(finding)
         self._still_detected(ctx, result)
+        if self._static(ctx):
+            await asyncio.to_thread(recheck_static, ctx, result)
         await self._verify(ctx, result)
         self._limit(ctx, result)
         return result
+
+    def _static(self, ctx: RoundContext) -> bool:
+        """Whether the offline checks run this round (so their findings can be re-checked)."""
+        return ctx.settings.static_checks and any(isinstance(d, OfflineDetector)
+                                                  for d in self.detectors)
 
     def _detectors(self, ctx: RoundContext) -> list[Detector]:
         return [d for d in self.detectors
@@ -232,9 +257,11 @@ class Engine:
 
     @staticmethod
     def _ignored(ctx: RoundContext, finding: Finding) -> str | None:
-        if finding.path and any(fnmatch.fnmatch(finding.path, g)
-                                for g in ctx.settings.ignore_paths):
+        if ctx.settings.skipped(finding.path):
             return "ignored_path"
+        if finding.rule and any(finding.rule in r.ignore_rules and r.matches(finding.path)
+                                for r in ctx.settings.paths):
+            return "ignored_rule"
         return None
 
     @staticmethod
@@ -278,12 +305,31 @@ class Engine:
         floor = severity_rank(ctx.settings.min_severity)
         kept = [f for f in result.findings if severity_rank(f.severity) >= floor]
         result.dropped["below_min_severity"] += len(result.findings) - len(kept)
+        kept = _hold_back(ctx, kept, result.held)
         kept.sort(key=lambda f: (-severity_rank(f.severity), -f.confidence, f.path or "",
                                  f.line_start or 0))
         cap = max(ctx.settings.max_comments, 0)
         result.dropped["over_max_comments"] += max(len(kept) - cap, 0)
         result.findings = sorted(kept[:cap], key=lambda f: (f.path or "", f.line_start or 0))
         result.dropped = Counter({k: v for k, v in result.dropped.items() if v})
+
+
+def _hold_back(ctx: RoundContext, findings: list[Finding],
+               held: list[tuple[Finding, str]]) -> list[Finding]:
+    """The findings to post; the others go to ``held`` with why: a kind people keep
+    dismissing here (``muted``), or, after ``converge``'s round, one below its severity."""
+    settings = ctx.settings
+    converging = settings.converge_after is not None and ctx.round > settings.converge_after
+    floor = severity_rank(settings.converge_severity)
+    out = []
+    for f in findings:
+        if kind_of(f.rule, f.type) in ctx.muted:
+            held.append((f, "muted"))
+        elif converging and severity_rank(f.severity) < floor:
+            held.append((f, "converge"))
+        else:
+            out.append(f)
+    return out
 
 
 def _position(f: Finding) -> Position:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from tracker import learnings
 from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.models import Defect
@@ -78,13 +79,14 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     signals = await off_loop(store, store.signals, pr["id"], previous["number"] if previous else 0)
     discussion = await off_loop(store, _discussion, store, pr["id"], previous)
     next_key = await off_loop(store, store.next_key, pr["id"])
+    muted = await off_loop(store, learnings.muted, store, pr["repo"])
     ctx = RoundContext(
         repo=pr["repo"], number=pr["number"], round=number, head_sha=head,
         base_sha=pull.base_sha, pr_diff=pr_diff, round_diff=round_diff, files=files,
         title=pull.title, body=pull.body, tracked=tracked,
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
-        patches=patches, upstream_diff=upstream_diff,
+        patches=patches, upstream_diff=upstream_diff, muted=muted,
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tracker.intake import take_reaction
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
@@ -66,6 +67,7 @@ class RoundRunner:
             started = self.clock()
             await close_superseded(forge, self.ledger, pr, pull.head_sha,
                                    bot_logins=self.bot_logins, bot_login=self.bot_login)
+            await self._reactions(forge, pr)
             rnd = await db(ledger.begin_round, pr["id"], pull.head_sha, pull.base_sha,
                            force=bool(job.payload.get("force")))
             if rnd["status"] == "complete":
@@ -102,6 +104,13 @@ class RoundRunner:
                                      settings.fail_on, self.bot_logins)
             metrics.ROUND_SECONDS.observe(self.clock() - started)
             return f"round {number} complete: {len(the_plan.new)} new"
+
+    async def _reactions(self, forge: Forge, pr: dict) -> None:
+        """👎 on the bot's inline comments since the last round, as people's dismissals."""
+        for comment in await forge.review_comments(pr["number"]):
+            if comment.thumbs_down and comment.author in self.bot_logins:
+                await self._db(take_reaction, self.ledger, pr["id"], comment.id,
+                               comment.thumbs_down)
 
     async def _db(self, fn, /, *args, **kwargs):
         """A ledger call, off the event loop when the ledger is a network database."""
