@@ -113,6 +113,7 @@ async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
             if the_plan.dropped.get("llm_error"):
                 ledger.finish_round(pr["id"], number, "failed", error="model unreachable")
                 raise ModelUnreachable("the model could not be reached")
+            ledger.save_plan(pr["id"], number, the_plan.to_json())  # what it held back
             commit(ledger, pr["id"], number, the_plan)  # nothing to publish: the report is it
             _learn(ledger, pr)
         out = report(ledger, pr["id"], number, forge, db)
@@ -241,13 +242,13 @@ def llm_config(args, environ) -> LLMConfig | None:
     )
 
 
-def _user() -> str:
+def _user(repo: str) -> str:
     """Who ran the command, for the ledger's evidence (``git config user.name`` or $USER)."""
     import getpass
     import subprocess
 
-    done = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(["git", "-C", str(repo), "config", "user.name"], capture_output=True,
+                          text=True, check=False)
     name = done.stdout.strip() if done.returncode == 0 else ""
     if name:
         return name
@@ -276,7 +277,7 @@ def cmd_review(args) -> int:
 
         engine = build_llm_engine(llm)
 
-    actions = Actions(args.ignore, args.resolve, args.unmute, by=_user())
+    actions = Actions(args.ignore, args.resolve, args.unmute, by=_user(args.repo))
 
     def run(engine, actions=actions):
         return asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,

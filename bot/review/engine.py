@@ -2,9 +2,12 @@
 
 ``Engine.review(context)`` runs the tracker's deterministic decisions, every detector (the
 offline static reviewer, and the LLM when one is configured), drops findings that could not be
-posted (outside the diff, outside the PR, ignored paths), folds findings that repeat a tracked
-defect into that defect instead of raising it again, lets a verifier confirm or overturn the
-tracker's candidates, and applies the repository's limits (minimum severity, maximum comments).
+posted (outside the diff, outside the PR, ignored or skipped paths, rules a path drops), folds
+findings that repeat a tracked defect into that defect instead of raising it again, drops those
+that repeat a defect people ignored, re-checks the bot's own static findings at the head
+(``bot.review.recheck``), lets a verifier confirm or overturn the tracker's candidates, holds
+back what people keep dismissing here and, with ``converge``, later rounds' minor findings, and
+applies the repository's limits (minimum severity, maximum comments).
 
 The server posts from the result, the ledger stores it, the bench scores it. Detectors and
 verifiers are small protocols, so the LLM path (``bot.review.llm``) and the offline path
@@ -18,9 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tracker.anchors import DiffMap, excerpt
+from tracker.anchors import DiffMap, excerpt, fingerprint
 from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
-from tracker.dedupe import Position, match_finding, same_defect
+from tracker.dedupe import TEXT_SIMILAR, Position, match_finding, same_defect, text_similarity
 from tracker.learnings import Learning, kind_of
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, Signal, severity_rank
@@ -80,6 +83,7 @@ class RoundContext:
     patches: Patches = field(default_factory=Patches, repr=False, compare=False)
     # kinds of finding people keep dismissing in this repository (``tracker.learnings``)
     muted: dict[str, Learning] = field(default_factory=dict)
+    ignored: list[Defect] = field(default_factory=list)  # defects people ignored
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -208,6 +212,7 @@ class Engine:
             result.dropped.update(detection.dropped)
         postable = DiffLines(ctx.pr_diff, diff_map=ctx.patches.map(ctx.pr_diff))
         tracked = self._positions(ctx, decisions)
+        taken: set[str] = set()  # ignored defects a finding of this round already repeats
         for finding in raw:
             if finding.rule == "missing-tests" and not ctx.settings.require_tests:
                 result.notes.append(finding.description)  # a nudge, not a tracked defect
@@ -222,6 +227,9 @@ class Engine:
             if repeat is not None:
                 result.repeated.setdefault(repeat.key, finding)
                 continue
+            if self._repeats_ignored(finding, code, ctx.ignored, taken):
+                result.dropped["repeats_ignored"] += 1  # people said no to it already
+                continue
             if any(same_defect(finding, _as_defect(f), _position(f)) for f in result.findings):
                 result.dropped["duplicate"] += 1
                 continue
@@ -232,6 +240,32 @@ class Engine:
         await self._verify(ctx, result)
         self._limit(ctx, result)
         return result
+
+    @staticmethod
+    def _repeats_ignored(finding: Finding, code: str | None, ignored: list[Defect],
+                         taken: set[str]) -> bool:
+        """Whether ``finding`` is a defect people ignored, found again: the same check (or
+        the same words) on the same code in the same file, each ignored defect matched once,
+        by the finding nearest to where it was (its place is not followed once ignored)."""
+        if not ignored or code is None or finding.path is None:
+            return False
+        mark = fingerprint(code)
+        best = None
+        for d in ignored:
+            if d.key in taken or d.path != finding.path or d.fingerprint != mark:
+                continue
+            if finding.rule and d.rule and finding.rule != d.rule:
+                continue
+            if not (finding.rule and finding.rule == d.rule) and \
+                    text_similarity(finding.description, d.description) < TEXT_SIMILAR:
+                continue
+            distance = abs((finding.line_start or 0) - (d.line_start or 0))
+            if best is None or distance < best[0]:
+                best = (distance, d.key)
+        if best is None:
+            return False
+        taken.add(best[1])
+        return True
 
     def _static(self, ctx: RoundContext) -> bool:
         """Whether the offline checks run this round (so their findings can be re-checked)."""

@@ -66,7 +66,8 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         round_diff = pr_diff  # the first round: the whole PR is new
     elif previous["head_sha"] == head:
         round_diff = ""  # a review of the same head again: nothing moved
-    tracked = await off_loop(store, store.defects, pr["id"], include_ignored=False)
+    known = await off_loop(store, store.defects, pr["id"])
+    tracked = [d for d in known if not d.ignored]
     upstream_diff = ""
     if previous is not None and previous["head_sha"] != head:
         round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff, tracked)
@@ -87,6 +88,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
         patches=patches, upstream_diff=upstream_diff, muted=muted,
+        ignored=[d for d in known if d.ignored],
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tracker import learnings, verdicts
 from tracker.intake import take_reaction
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
@@ -106,11 +107,17 @@ class RoundRunner:
             return f"round {number} complete: {len(the_plan.new)} new"
 
     async def _reactions(self, forge: Forge, pr: dict) -> None:
-        """👎 on the bot's inline comments since the last round, as people's dismissals."""
+        """👎 on the bot's inline comments since the last round, as people's dismissals; when
+        there are new ones, the repository's learnings are recounted before this round."""
+        taken = 0
         for comment in await forge.review_comments(pr["number"]):
             if comment.thumbs_down and comment.author in self.bot_logins:
-                await self._db(take_reaction, self.ledger, pr["id"], comment.id,
-                               comment.thumbs_down)
+                outcome = await self._db(take_reaction, self.ledger, pr["id"], comment.id,
+                                         comment.thumbs_down)
+                taken += outcome.action == "updated"
+        if taken:
+            await self._db(verdicts.refresh, self.ledger, pr["id"], self.bot_logins)
+            await self._db(learnings.refresh, self.ledger, pr["repo"])
 
     async def _db(self, fn, /, *args, **kwargs):
         """A ledger call, off the event loop when the ledger is a network database."""
