@@ -71,6 +71,7 @@ class Harness:
     workers: int = 2
     engine: Engine | None = None
     timeout: float = 300.0
+    repo_settings: str | None = None  # every task repository's .github/roundwise.yml
     fake: FakeGitHub = field(init=False)
     config: Config = field(init=False)
     url: str = field(init=False)
@@ -146,7 +147,8 @@ async def replay_task(h: Harness, task: Task,
     the bot posted in each round (``bench.posted``)."""
     repo, number = bench_repo(task), int(task.pr.get("number") or 1)
     author = task.pr.get("author") or "author"
-    h.fake.add_repo(repo, INSTALLATION)
+    h.fake.add_repo(repo, INSTALLATION, files={".github/roundwise.yml": h.repo_settings}
+                    if h.repo_settings else None)
     base = {p: t for p, t in task.base_files(1).items() if t is not None}
     h.fake.add_pr(repo, number, task.pr.get("title") or task.task_id, task.pr.get("body") or "",
                   author, task.pr.get("base_ref") or "main",

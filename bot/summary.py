@@ -265,14 +265,26 @@ def _held(held: list[Held], notices: list[str], repo: str, head: str,
             reasons[h.why] = reasons.get(h.why, 0) + 1
         out += [f"- {why}: {count}" for why, count in reasons.items()]
     else:
-        out += ["| severity | type | where | what | why |", "|---|---|---|---|---|"]
+        out += ["| severity | where | what | why held back |", "|---|---|---|---|"]
         for h in sorted(held, key=lambda h: (-severity_rank(h.severity), h.path or "",
                                               h.line_start or 0)):
             row = Row("", "New", h.severity, h.type, h.description, h.path, h.line_start,
                       h.line_end)
-            out.append(f"| {h.severity} | {_type(h.type)} | {link(row, repo, head, d.links)} | "
-                       f"{_cell(h.description, d.desc)} | {h.why} |")
+            out.append(f"| {h.severity} | {link(row, repo, head, d.links)} | "
+                       f"{_cell(h.description, 100)} | {h.why} |")
     return out + ["", "</details>", ""]
+
+
+def _held_line(held: list[Held]) -> list[str]:
+    """This round's line about what it held back, so the count shows without unfolding."""
+    if not held:
+        return []
+    reasons: dict[str, int] = {}
+    for h in held:
+        reasons[h.why] = reasons.get(h.why, 0) + 1
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+    return [f"- 🔕 {len(held)} new finding{'s' * (len(held) != 1)} held back, not posted: "
+            f"{why}."]
 
 
 def agent_prompt(rows: list[Row], repo: str, number: int | None, head: str,
@@ -336,10 +348,14 @@ def render(rows: list[Row], changes: list[Change], *, repo: str, number: int | N
         parts = [marker, f"### roundwise · round {round_number} · `{head[:7]}`", "",
                  verdict(rows), ""]
         parts += list(overview) if d.overview else []
-        parts += _this_round(changes, new, d)
+        this_round = _this_round(changes, new, d)
+        if held:  # "This round" also says what it held back
+            this_round = (this_round[:-1] if this_round else ["#### This round", ""]) \
+                + _held_line(list(held)) + [""]
+        parts += this_round
         parts += _open_table(rows, repo, head, d)
-        parts += _history(rows, d)
         parts += _held(list(held), list(notices), repo, head, d)
+        parts += _history(rows, d)
         parts += _prompt_block(rows, repo, number, head, d)
         parts += [n for note in notes for n in (note, "")]
         parts += [commands]

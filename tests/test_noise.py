@@ -90,8 +90,10 @@ async def test_converge_holds_back_minor_findings_of_later_rounds(tmp_path, conv
         assert len(inline(bot)) == 2  # D1 from round 1, D2: the print was not posted
         assert "<summary>🔕 1 finding held back this round (not posted inline, not tracked)" \
                "</summary>" in body
-        assert "| Minor | Organization |" in body or "| Minor |" in body
-        assert "below Major after round 1" in body
+        assert "| Minor | [`app/core.py:" in body
+        assert "below Major after round 1 (`converge`)" in body
+        assert "- 🔕 1 new finding held back, not posted: 1 below Major after round 1 " \
+               "(`converge`)." in body
         assert "🧭 Converging: after round 1, new findings below Major are held back" in body
         assert "**2 open defects" in body  # the held-back print is not counted as open
         [run] = [r for r in bot.fake.check_runs(REPO, HEAD2) if r["name"] == "roundwise"]
@@ -128,7 +130,7 @@ async def test_dismissed_kind_is_held_back_until_unmuted(tmp_path):
         assert ("🔇 Holding back `debug-print` findings: dismissed 3 of 3 times in this "
                 "repository; `/roundwise unmute debug-print` to undo.") in body
         assert body.count("🔇 Holding back") == 1
-        assert "`debug-print` held back" in body and "🔕 1 finding held back" in body
+        assert "`debug-print` muted here" in body and "🔕 1 finding held back" in body
         rows = {r["kind"]: r for r in bot.ledger.learnings(REPO)}
         assert (rows["debug-print"]["dismissed"], rows["debug-print"]["judged"],
                 rows["debug-print"]["muted"]) == (3, 3, 1)

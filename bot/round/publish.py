@@ -157,8 +157,8 @@ def _held(store: Ledger, pr_id: int, number: int, plan: RoundPlan | None
     held = []
     for finding, why in plan.held_findings():
         kind = learnings.kind_of(finding.rule, finding.type)
-        reason = (f"below {floor} after round {after}" if why == "converge"
-                  else f"`{kind}` held back" + ("" if kind in still else " (unmuted since)"))
+        reason = (f"below {floor} after round {after} (`converge`)" if why == "converge"
+                  else f"`{kind}` muted here" + ("" if kind in still else " (unmuted since)"))
         held.append(summary.Held(finding.severity, finding.type, finding.description,
                                  finding.path, finding.line_start, finding.line_end, reason))
     repo = learnings.learning_repo(pr["repo"])
