@@ -95,6 +95,22 @@ async def test_reviewers_comments_refresh_the_summary_with_the_check(tmp_path):
             ["issue", "check", "issue", "check"]
 
 
+async def test_a_comment_that_changes_nothing_leaves_the_summary_alone(tmp_path):
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake)
+        await bot.pull_request("opened")
+        await bot.idle()
+        await push(bot, HEAD2, ROUND2)  # round 2 changes states: "This round" has lines
+        before = summary(bot)
+        summary_id = bot.bot_comments()[0]["id"]
+        edits = len(bot.calls("PATCH", rf"/issues/comments/{summary_id}$"))
+        await bot.comment("sam", "thanks, looking at the print next")
+        await bot.idle()
+        # re-rendered from the ledger, the summary reads as the round wrote it: no edit
+        assert len(bot.calls("PATCH", rf"/issues/comments/{summary_id}$")) == edits
+        assert summary(bot) == before
+
+
 async def test_a_command_shows_in_this_round_of_the_summary(tmp_path):
     async with running_bot(tmp_path) as bot:
         setup_pr(bot.fake)
