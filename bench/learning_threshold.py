@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'N':>2} {'share':>5} {'independent':>11} {'in pairs':>8} {'to mute':>7}")
     for r in rows:
         print(f"{r['min_dismissed']:>2} {r['min_share']:>5} {r['useful_muted']:>11.4f} "
-              f"{r['useful_muted_together']:>8.4f} {str(r['noisy_median']):>7}")
+              f"{r['useful_muted_together']:>8.4f} {r['noisy_median']!s:>7}")
     if best:
         print(f"chosen: N = {best['min_dismissed']}, share = {best['min_share']} (a useful kind "
               f"muted with p = {best['useful_muted']:.4f} / {best['useful_muted_together']:.4f} "

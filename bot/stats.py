@@ -87,7 +87,6 @@ def cmd_stats(args) -> int:
     from tracker.verdicts import refresh, summarise
 
     from .store import open_ledger_store
-
     from .store.target import TargetError, check_target
 
     try:

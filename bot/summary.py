@@ -257,8 +257,8 @@ def _held(held: list[Held], notices: list[str], repo: str, head: str,
     if not held:
         return out
     n = len(held)
-    out += ["<details>", f"<summary>🔕 {n} finding{'s' * (n != 1)} held back this round "
-            "(not posted inline, not tracked)</summary>", ""]
+    out += ["<details>", (f"<summary>🔕 {n} finding{'s' * (n != 1)} held back this round "
+                          "(not posted inline, not tracked)</summary>"), ""]
     if d.history == "count":
         reasons: dict[str, int] = {}
         for h in held:
@@ -283,8 +283,8 @@ def _held_line(held: list[Held]) -> list[str]:
     for h in held:
         reasons[h.why] = reasons.get(h.why, 0) + 1
     why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
-    return [f"- 🔕 {len(held)} new finding{'s' * (len(held) != 1)} held back, not posted: "
-            f"{why}."]
+    return [(f"- 🔕 {len(held)} new finding{'s' * (len(held) != 1)} held back, not posted: "
+             f"{why}.")]
 
 
 def agent_prompt(rows: list[Row], repo: str, number: int | None, head: str,

@@ -19,16 +19,11 @@ file), nor files the repository's settings now skip.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tracker.decide import Verdict, apply_verdict
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Origin
 
 from .offline.recheck import fires, is_offline_rule
-
-if TYPE_CHECKING:
-    from .engine import RoundContext, RoundResult
 
 __all__ = ["CONFIDENCE", "RULE", "recheck_static"]
 
@@ -37,8 +32,10 @@ CONFIDENCE = 0.9  # a deterministic check's silence; below a person's word, abov
 LIVE = (State.NEW, State.OPEN, State.REOPENED)
 
 
-def recheck_static(ctx: RoundContext, result: RoundResult) -> None:
-    """Re-check the round's tracked offline findings at the head (see the module doc)."""
+def recheck_static(ctx, result) -> None:
+    """Re-check the round's tracked offline findings at the head (see the module doc);
+    ``ctx`` and ``result`` are the engine's ``RoundContext`` and ``RoundResult`` (not imported:
+    the engine imports this module)."""
     defects = {d.key: d for d in ctx.tracked}
     todo: list[tuple[int, str, str, int, int]] = []
     for i, decision in enumerate(result.decisions):
