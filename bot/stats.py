@@ -19,7 +19,7 @@ import sys
 __all__ = ["add_command", "learnings_table", "stats_table"]
 
 WEAK = ("labels are weak: they come from what people did next (resolving, unresolving, "
-        "replying, ignoring), read by rules; many decisions get none")
+        "replying, ignoring, a thumbs-down), read by rules; many decisions get none")
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:

@@ -2,9 +2,11 @@
 
 What a person opening the pull request needs first is a verdict, then what this push changed
 and why, then what is still open, with links into the head. So: a one-line verdict; "This
-round" (each change of state in words, with its evidence in full); the open defects (short
-description, severity, type by name, a short location linking to the file at the head); the
-resolved and ignored ones folded in ``<details>``; a "Fix with your coding agent" block holding
+round" (each change of state in words, with its evidence in full, and how many new findings
+were held back); the open defects (short description, severity, type by name, a short location
+linking to the file at the head); a line per kind of finding the bot holds back in this
+repository and the round's held-back findings, folded (``Held``); the resolved and ignored
+ones folded in ``<details>``; a "Fix with your coding agent" block holding
 a ready prompt that lists every open defect; notes; the commands.
 
 GitHub refuses comments over 65,536 characters. A pull request with hundreds of defects is

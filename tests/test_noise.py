@@ -13,6 +13,7 @@ from bench.scripted_llm import ScriptedLLM, message_text, system_text
 from bot import render
 from bot.review.llm_config import LLMConfig
 from roundwise.cli import main
+from tracker import learnings
 
 from .server_kit import (
     BASE_FILES,
@@ -282,3 +283,27 @@ async def test_an_ignored_finding_is_not_raised_again_next_round(tmp_path):
         await push(bot, HEAD3, TWO)  # a second print elsewhere is a new finding
         assert sorted(bot.states()) == ["D1", "D2", "D3"]
         assert "breakpoint" in inline(bot)["D3"] or "breakpoint" in inline(bot)["D2"]
+
+
+async def test_a_muted_kind_still_posts_its_major_findings(tmp_path):
+    secret = "def connect():\n    password = 'hunter2-production-secret'\n    return password\n"
+    files = {f"app/s{i}.py": secret for i in range(3)}
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake, "max_comments: 20\n", files)
+        bot.fake.set_permission(REPO, "maintainer", "write")
+        await bot.pull_request("opened")
+        await bot.idle()
+        pr_id = bot.ledger.find_pull_request(REPO, NUMBER)["id"]
+        found = {d.key: d for d in bot.ledger.defects(pr_id)}
+        rules = {d.rule for d in found.values()}
+        assert len(found) == 3 and len(rules) == 1
+        [rule] = rules
+        assert all(d.severity in ("Major", "Blocker", "Critical") for d in found.values())
+        for key in found:
+            await bot.comment("maintainer", f"/roundwise ignore {key}")
+        await bot.idle()
+        assert set(learnings.muted(bot.ledger, REPO)) == {rule}  # dismissed 3 of 3
+        await push(bot, HEAD2, {**files, "app/s3.py": secret})
+        new = [d for d in bot.ledger.defects(pr_id) if d.key not in found]
+        assert [d.path for d in new] == ["app/s3.py"]  # posted all the same
+        assert "held back" not in summary(bot)

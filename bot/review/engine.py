@@ -348,6 +348,9 @@ class Engine:
         result.dropped = Counter({k: v for k, v in result.dropped.items() if v})
 
 
+MUTE_BELOW = severity_rank("Major")  # a muted kind's findings at Major or above are posted
+
+
 def _hold_back(ctx: RoundContext, findings: list[Finding],
                held: list[tuple[Finding, str]]) -> list[Finding]:
     """The findings to post; the others go to ``held`` with why: a kind people keep
@@ -357,7 +360,9 @@ def _hold_back(ctx: RoundContext, findings: list[Finding],
     floor = severity_rank(settings.converge_severity)
     out = []
     for f in findings:
-        if kind_of(f.rule, f.type) in ctx.muted:
+        # Anyone who can comment on a PR can dismiss a finding, so what people dismiss never
+        # silences a Major or worse one (a contributor must not mute, say, hard-coded secrets).
+        if kind_of(f.rule, f.type) in ctx.muted and severity_rank(f.severity) < MUTE_BELOW:
             held.append((f, "muted"))
         elif converging and severity_rank(f.severity) < floor:
             held.append((f, "converge"))
