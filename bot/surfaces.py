@@ -17,8 +17,9 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import State
 
 from . import checks
-from .forge import Forge
-from .round import post_summary, summary_body
+from .forge import Forge, NotFound
+from .round import RoundPlan, post_summary, summary_body
+from .round.publish import body_sha
 from .round.threads import sync_threads
 from .store.offload import off_loop
 
@@ -36,15 +37,40 @@ def thread_wanted(defect) -> bool | None:
     return None
 
 
+async def _summary(forge: Forge, store: Ledger, pr: dict, last: dict,
+                   bot_logins: set[str]) -> None:
+    """Re-render the summary from the ledger; edit it only when it reads differently from
+    what the last round (or the last refresh) posted, which the round's saved record knows,
+    so most comments cost no call to the forge at all."""
+    body = await off_loop(store, summary_body, store, pr["id"], last["number"],
+                          last["head_sha"] or "", None)
+    saved = await off_loop(store, store.plan, pr["id"], last["number"])
+    plan = RoundPlan.from_json(saved) if saved else None
+    record = plan.posted if plan else None
+    shown = body_sha(body)
+    if record is not None and record.summary_sha == shown:
+        return
+    if record is not None and record.summary_id:
+        try:
+            await forge.edit_issue_comment(record.summary_id, body)
+        except NotFound:  # deleted on the forge: post it again
+            record.summary_id = await post_summary(forge, pr["number"], body, bot_logins)
+    else:
+        summary_id = await post_summary(forge, pr["number"], body, bot_logins)
+        if record is not None:
+            record.summary_id = summary_id
+    if plan is not None:
+        record.summary_sha = shown
+        await off_loop(store, store.save_plan, pr["id"], last["number"], plan.to_json())
+
+
 async def refresh_surfaces(forge: Forge, store: Ledger, pr: dict, *, bot_logins: set[str],
                            changed: list[str] = ()) -> None:
     """Refresh the summary, the check and the threads of ``changed`` defects from the ledger."""
     last = await off_loop(store, store.last_round, pr["id"])
     if last is None:
         return
-    body = await off_loop(store, summary_body, store, pr["id"], last["number"],
-                          last["head_sha"] or "", None)
-    await post_summary(forge, pr["number"], body, bot_logins)
+    await _summary(forge, store, pr, last, bot_logins)
     await checks.refresh(forge, store, pr)
     wanted = {}
     for key in dict.fromkeys(changed):

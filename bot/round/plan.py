@@ -48,10 +48,13 @@ class RoundRecord:
     threads: dict[str, str] = field(default_factory=dict)  # key -> resolved thread id
     not_inline: list[str] = field(default_factory=list)  # keys the forge refused inline
     vanished: list[str] = field(default_factory=list)  # keys whose thread was deleted
+    summary_id: int | None = None  # the sticky summary comment, and a hash of what it shows:
+    summary_sha: str | None = None  # a person's action re-renders it only when that changes
 
     def to_json(self) -> dict:
         out: dict = {}
-        for name in ("new", "replies", "threads", "not_inline", "vanished"):
+        for name in ("new", "replies", "threads", "not_inline", "vanished", "summary_id",
+                     "summary_sha"):
             value = getattr(self, name)
             if value:
                 out[name] = value
@@ -64,7 +67,9 @@ class RoundRecord:
                    replies={k: int(v) for k, v in (data.get("replies") or {}).items()},
                    threads=dict(data.get("threads") or {}),
                    not_inline=list(data.get("not_inline") or []),
-                   vanished=list(data.get("vanished") or []))
+                   vanished=list(data.get("vanished") or []),
+                   summary_id=int(data["summary_id"]) if data.get("summary_id") else None,
+                   summary_sha=data.get("summary_sha"))
 
 
 @dataclass

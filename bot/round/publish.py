@@ -23,17 +23,21 @@ from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
 from .threads import sync_threads
 
-__all__ = ["post_summary", "publish", "summary_body"]
+__all__ = ["body_sha", "post_summary", "publish", "summary_body"]
 
 log = logging.getLogger(__name__)
 
 
 async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
                   plan: RoundPlan, *, bot_logins: set[str],
-                  settings_error: str | None = None) -> RoundRecord:
-    """Post round ``number``'s plan on the PR; what was posted (ids), for ``commit``."""
+                  settings_error: str | None = None,
+                  comments: list[Comment] | None = None) -> RoundRecord:
+    """Post round ``number``'s plan on the PR; what was posted (ids), for ``commit``.
+    ``comments``: the PR's review comments as this attempt found them (saves a listing)."""
     record = RoundRecord(not_inline=list(plan.posted.not_inline))
-    posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
+    if comments is None:
+        comments = await forge.review_comments(pr["number"])
+    posted = _markers(comments, bot_logins)
     await _post_review(forge, pr, number, head, plan, posted, record)
     posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
     record.new = {key: cid for (kind, key, r), cid in posted.items()
@@ -42,8 +46,16 @@ async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
     await _post_replies(forge, store, pr, number, plan, posted, record)
     body = await off_loop(store, summary_body, store, pr["id"], number, head, plan,
                           settings_error, record)
-    await post_summary(forge, pr["number"], body, bot_logins)
+    record.summary_id = await post_summary(forge, pr["number"], body, bot_logins)
+    record.summary_sha = body_sha(body)
     return record
+
+
+def body_sha(body: str) -> str:
+    """What a summary shows, in a few bytes (to tell whether a re-render changed it)."""
+    import hashlib
+
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
 
 
 async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: RoundPlan,
@@ -170,14 +182,14 @@ def _held(store: Ledger, pr_id: int, number: int, plan: RoundPlan | None
     return held, notices
 
 
-async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> None:
-    """Edit the PR's sticky summary comment in place, or create it the first time."""
+async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> int:
+    """Edit the PR's sticky summary comment in place, or create it the first time; its id."""
     for comment in await forge.issue_comments(number):
         if comment.author in bot_logins and render.SUMMARY_MARKER in comment.body:
             if comment.body != body:
                 await forge.edit_issue_comment(comment.id, body)
-            return
-    await forge.create_issue_comment(number, body)
+            return comment.id
+    return await forge.create_issue_comment(number, body)
 
 
 
