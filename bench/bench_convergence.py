@@ -81,6 +81,8 @@ async def measure(tasks: list[str], out: Path, converge: str, concurrency: int =
                                  api_base=model.url, concurrency=concurrency, progress=False,
                                  repo_settings=settings))
             results[mode] = _totals(count(folder))
+            ran = json.loads((folder / "summary.json").read_text())["run"]
+            results[mode]["failed"] = sorted(ran["tasks_failed"])  # not counted above
     results["converge"] = converge
     results["tasks"] = tasks
     return results
@@ -100,7 +102,7 @@ def _print(results: dict) -> None:
         r = results[mode]
         print(f"converge {mode:>3}: R1 {r['r1']} -> last round {r['last']} posted "
               f"(over {r['multi_round_tasks']} tasks of 2+ rounds; held back in last rounds: "
-              f"{r['held_last']})")
+              f"{r['held_last']}); tasks failed: {', '.join(r['failed']) or 'none'}")
 
 
 def main(argv: list[str] | None = None) -> int:
