@@ -60,10 +60,11 @@ def _totals(counts: dict) -> dict:
             row[0] += n
             row[1] += held.get(task, {}).get(number, 0)
             row[2] += 1
-        first += rounds.get(1, 0)
         final = max(rounds)
-        last += rounds[final] if final > 1 else 0
-        held_last += held.get(task, {}).get(final, 0) if final > 1 else 0
+        if final > 1:  # R1 against the last round, over the tasks that have both
+            first += rounds.get(1, 0)
+            last += rounds[final]
+            held_last += held.get(task, {}).get(final, 0)
     multi = sum(1 for rounds in posted.values() if max(rounds) > 1)
     return {"by_round": {n: {"posted": p, "held": h, "tasks": t}
                          for n, (p, h, t) in sorted(by_round.items())},
