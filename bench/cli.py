@@ -51,6 +51,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--tolerance", type=int, default=1,
                      help="line tolerance when matching findings to defects (default 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--repo-settings", metavar="FILE",
+                     help="a .github/roundwise.yml given to every task's repository (e.g. to "
+                          "replay with converge or paths settings)")
     run.set_defaults(func=cmd_run)
     compare = bsub.add_parser("compare", help="print the deltas between two runs",
                               description="Print B - A for the headline figures of two runs.")
@@ -247,6 +250,7 @@ def cmd_run(args) -> int:
         judge=args.judge, concurrency=args.concurrency, baseline=args.baseline,
         limit=args.limit, resume=args.resume, cache=Path(args.cache) if args.cache else None,
         tolerance=args.tolerance, progress=not args.quiet,
+        repo_settings=Path(args.repo_settings).read_text() if args.repo_settings else None,
     )
     try:
         summary = asyncio.run(run(opts))

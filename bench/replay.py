@@ -77,13 +77,14 @@ class Harness:
     workers: int = 2
     engine: Engine | None = None
     timeout: float = 300.0
+    repo_settings: str | None = None  # every task repository's .github/roundwise.yml
     fake: FakeGitHub = field(init=False)
     config: Config = field(init=False)
     url: str = field(init=False)
 
     async def __aenter__(self) -> Self:
         private, public = throwaway_key()
-        self.fake = FakeGitHub(APP_ID, public)
+        self.fake = FakeGitHub(APP_ID, public)  # each task its own installation and budget
         await self.fake.start()
         self._installations = itertools.count(INSTALLATION)
         self.config = Config(
@@ -165,7 +166,8 @@ async def replay_task(h: Harness, task: Task,
     repo, number = bench_repo(task), int(task.pr.get("number") or 1)
     author = task.pr.get("author") or "author"
     installation = h.new_installation()
-    h.fake.add_repo(repo, installation)
+    h.fake.add_repo(repo, installation, files={".github/roundwise.yml": h.repo_settings}
+                    if h.repo_settings else None)
     base = {p: t for p, t in task.base_files(1).items() if t is not None}
     h.fake.add_pr(repo, number, task.pr.get("title") or task.task_id, task.pr.get("body") or "",
                   author, task.pr.get("base_ref") or "main",

@@ -58,6 +58,7 @@ class RunOptions:
     tolerance: int = 1
     progress: bool = True
     skipped: list[str] = field(default_factory=list)
+    repo_settings: str | None = None  # .github/roundwise.yml for every task's repository
 
 
 def gather_tasks(paths: list[str], limit: int | None = None) -> tuple[list[Task], list[str]]:
@@ -107,7 +108,8 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
     cache = opts.cache or opts.out / "llm-cache"
     async with Harness(work / "ledger.db", model=opts.model, api_base=opts.api_base,
                        llm_cache=str(cache) if opts.model else None,
-                       workers=max(opts.concurrency, 1)) as harness:
+                       workers=max(opts.concurrency, 1),
+                       repo_settings=opts.repo_settings) as harness:
         gate = asyncio.Semaphore(max(opts.concurrency, 1))
         progress = Progress({t.task_id: len(t.rounds) for t in tasks}, enabled=opts.progress)
 

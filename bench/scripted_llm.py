@@ -21,6 +21,9 @@ What it answers, in order of precedence:
    and a "resolved" verdict for every ``key="..."`` in a verification prompt, so the server
    doubles as an instant LLM when the bench measures the bot's own overhead.
 
+``nitpick_responder`` is a deterministic noisy reviewer (findings on about one added line in
+seven, mostly Minor), for measuring what later rounds add (``bench.bench_convergence``).
+
 Every request is recorded (``server.requests``: parsed JSON bodies, ``server.bodies``: raw
 text, ``server.headers``) so tests can assert on what was sent. The usage in responses is a
 rough estimate (characters / 4).
@@ -84,6 +87,39 @@ def default_responder(request: dict) -> str:
                     for key in dict.fromkeys(_KEY.findall(user))]
         return json.dumps({"verdicts": verdicts})
     return json.dumps({"findings": []})
+
+
+_DIFF_BLOCK = re.compile(r'<round_diff file="([^"]+)"[^>]*>\n(.*?)\n</round_diff>', re.DOTALL)
+_ADDED = re.compile(r"^\s*(\d+) \| \+ (.*)$", re.MULTILINE)
+_NITPICK_SEVERITY = ("Minor", "Minor", "Minor", "Minor", "Trivial", "Trivial", "Normal",
+                     "Normal", "Major", "Blocker")
+
+
+def nitpick_responder(request: dict) -> str:
+    """A noisy reviewer, deterministic: about one added line in seven of every round diff it
+    is shown gets a finding, most of them Minor or Trivial, one in five Major or worse (chosen
+    by a hash of the path and the line's text, so the same line always gets the same answer).
+    Verification is ``default_responder``'s. The bench measures with it what a chatty model
+    posts round after round, and what ``converge`` holds back (``bench.bench_convergence``)."""
+    import hashlib
+
+    if "defect verifier" in system_text(request):
+        return default_responder(request)
+    findings = []
+    for path, block in _DIFF_BLOCK.findall(message_text(request)):
+        for line, text in _ADDED.findall(block):
+            if not text.strip():
+                continue
+            h = int(hashlib.sha256(f"{path}\0{text.strip()}".encode()).hexdigest()[:8], 16)
+            if h % 7:
+                continue
+            severity = _NITPICK_SEVERITY[(h // 7) % len(_NITPICK_SEVERITY)]
+            findings.append({
+                "path": path, "line_start": int(line), "line_end": int(line), "side": "RIGHT",
+                "description": f"Nitpick {h % 9973}: `{text.strip()[:40]}` could be clearer.",
+                "type": "E.3.1" if severity in ("Minor", "Trivial") else "F.2",
+                "severity": severity, "confidence": 0.8})
+    return json.dumps({"findings": findings})
 
 
 class ScriptedLLM:

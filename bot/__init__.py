@@ -4,4 +4,4 @@ __all__ = ["app", "appkeys", "checks", "cli", "commands", "config", "confine", "
            "disconnects", "envfile", "fixpatch", "forced", "forge", "github", "handlers", "health", "home",
            "jobs", "live", "local", "localgit", "logs", "metrics", "overview", "render", "retention",
            "review", "round", "sarif", "serving", "settings", "setup", "startup", "stats",
-           "store", "summary", "textreport"]
+           "store", "summary", "surfaces", "textreport"]

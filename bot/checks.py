@@ -89,11 +89,15 @@ def _verdict(defects: list[Defect], fail_on: str | None) -> str:
     if gate:
         return (f"**Failing:** {len(gate)} open defect(s) at or above {fail_on} "
                 f"(`fail_on: {fail_on}` in `.github/roundwise.yml`).")
-    if standing(defects):
-        rule = (f"none is at or above {fail_on}" if fail_on
-                else "set `fail_on: Major` in `.github/roundwise.yml` to make this check fail "
-                     "on them")
-        return f"Open defects stand, but {rule}."
+    open_ = standing(defects)
+    if open_:
+        # Say what would fail the check now: the most severe open defects' severity.
+        worst = max((d.severity for d in open_), key=severity_rank)
+        n = sum(d.severity == worst for d in open_)
+        rule = f"none is at or above {fail_on}" if fail_on else "the check is not set to fail"
+        return (f"Open defects stand, but {rule}: `fail_on: {worst}` in "
+                f"`.github/roundwise.yml` would fail it while the {n} {worst} "
+                f"defect{'s' * (n != 1)} stand{'s' * (n == 1)}.")
     return "No open defects."
 
 

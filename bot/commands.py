@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 _COMMAND = re.compile(r"^\s*/roundwise\b[ \t]*(.*)$", re.MULTILINE | re.IGNORECASE)
 _KEY = re.compile(r"^D\d+$", re.IGNORECASE)
-NEEDS_WRITE = {"resolve", "ignore"}
+_KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,63}$")  # debug-print, ruff:F401, E.1.1
+NEEDS_WRITE = {"resolve", "ignore", "unmute"}
 
 
 @dataclass
 class Command:
-    name: str  # review, status, resolve, ignore, help, or unknown
-    key: str | None = None
+    name: str  # review, status, resolve, ignore, unmute, help, or unknown
+    key: str | None = None  # a defect's key, or for unmute a kind of finding
     raw: str = ""
     error: str | None = None
 
@@ -30,6 +31,11 @@ def parse_command(body: str | None) -> Command | None:
     name = words[0].lower()
     if name in ("review", "status", "help"):
         return Command(name, raw=raw)
+    if name == "unmute":  # the key is a kind of finding, as the summary names it
+        if len(words) < 2 or not _KIND.match(words[1].strip("`")):
+            return Command(name, raw=raw, error="`/roundwise unmute` needs a kind of finding, "
+                                                 "e.g. `/roundwise unmute debug-print`")
+        return Command(name, key=words[1].strip("`"), raw=raw)
     if name in NEEDS_WRITE:
         if len(words) < 2 or not _KEY.match(words[1]):
             return Command(name, raw=raw, error=f"`/roundwise {name}` needs a defect id, "

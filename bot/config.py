@@ -212,6 +212,13 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
             split_schema(db)
         except ValueError as exc:
             problems.append(f"ROUNDWISE_DB: {exc}")
+    else:
+        from .store.target import TargetError, check_target
+
+        try:  # the scheme here; the folder and writability in bot.startup
+            check_target(db, folder=False)
+        except TargetError as exc:
+            problems.append(f"ROUNDWISE_DB: {exc}")
 
     llm = None
     try:

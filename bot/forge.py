@@ -104,6 +104,7 @@ class Comment:
     id: int
     author: str | None
     body: str
+    thumbs_down: int = 0  # 👎 reactions (GitHub sends no webhook for them: read when listed)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,10 @@ class Forge(ForgeReader):
 
     @abstractmethod
     async def resolve_thread(self, thread_id: str) -> None: ...
+
+    @abstractmethod
+    async def unresolve_thread(self, thread_id: str) -> None:
+        """Unfold a resolved thread (its defect is back: the reply must be seen)."""
 
     @abstractmethod
     async def issue_comments(self, number: int) -> list[Comment]: ...

@@ -2,27 +2,31 @@
 
 ``Handlers.handle(job)`` is the worker pool's handler. Round jobs go to ``RoundRunner``;
 comments, replies and thread resolutions go into the ledger through ``tracker.intake``;
-``/roundwise`` commands are checked (write access for resolve/ignore, through the API) and
-carried out. Every action stays inside the repository and pull request the job came from.
+``/roundwise`` commands are checked (write access for resolve/ignore/unmute, through the API)
+and carried out. Whatever a job changes in the ledger, every surface that shows it follows
+(``bot.surfaces``). Every action stays inside the repository and pull request the job came
+from.
 """
 
 from __future__ import annotations
 
 import logging
 
+from tracker import learnings
 from tracker.intake import take_comment, take_thread
 from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
-from tracker.models import DecidedBy, Decision
+from tracker.models import DecidedBy, Decision, SignalKind
 
-from . import checks, live, render
+from . import live, render
 from .commands import NEEDS_WRITE, parse_command
 from .forced import may_force, recent_forced
 from .forge import ForgeError
 from .github.payloads import code_from_hunk, comment_from_payload
 from .jobs import Job, JobQueue, RetryLater
-from .round import RoundRunner, post_summary
+from .round import RoundRunner
 from .store.offload import off_loop
+from .surfaces import refresh_surfaces
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ class Handlers:
             if defect and defect.origin.value == "human" and (root is None or root["id"] ==
                                                               comment.id):
                 await self._db(self._ignore_deleted, pr_id, defect.key, comment.id)
-                await self._refresh_check(job)
+                await self._refresh(job)
                 return f"{defect.key} ignored: its comment was deleted"
             return "nothing to do"
         count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
@@ -83,7 +87,8 @@ class Handlers:
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
         outcome = await self._db(take_comment, self.ledger, pr_id, comment,
                                  pr_author=pr["author"], code=code)
-        await self._refresh_check(job)
+        disputed = outcome.signal is SignalKind.REVIEWER_DISPUTES and outcome.defect
+        await self._refresh(job, [outcome.defect.key] if disputed else [])
         return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
 
     def _ignore_deleted(self, pr_id: int, key: str, comment_id: int) -> None:
@@ -96,7 +101,7 @@ class Handlers:
             take_thread, self.ledger, pr_id, resolved=job.payload["action"] == "resolved",
             by=job.payload.get("by"), node_id=job.payload.get("node_id"),
             comment_ids=[c for c in job.payload.get("comment_ids") or [] if c])
-        await self._refresh_check(job)
+        await self._refresh(job)  # the thread itself already shows what the person did
         return f"{outcome.action} {outcome.defect.key if outcome.defect else outcome.reason}"
 
     async def on_rerequest(self, job: Job) -> str:
@@ -115,11 +120,13 @@ class Handlers:
         return f"review queued for #{', #'.join(map(str, numbers))}" if numbers else \
             "no pull request known for this check"
 
-    async def _refresh_check(self, job: Job) -> None:
-        """A person's action may have changed what the PR's check shows: update it."""
+    async def _refresh(self, job: Job, changed: list[str] = ()) -> None:
+        """A person changed the ledger: the summary, the check and the threads of ``changed``
+        defects follow, once each (``bot.surfaces``)."""
         pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
         if pr is not None:
-            await checks.refresh(self.rounds.forge(job), self.ledger, pr)
+            await refresh_surfaces(self.rounds.forge(job), self.ledger, pr,
+                                   bot_logins=self.bot_logins, changed=list(changed))
 
     async def on_closed(self, job: Job) -> str:
         pr_id = await self._pr_id(job)
@@ -176,8 +183,26 @@ class Handlers:
                     job.number, f"@{user} only people with write access can "
                                 f"`/roundwise {command.name}`.")
                 return f"refused: {user} has {permission} access"
+            if command.name == "unmute":
+                return await self._unmute(gh, job, command.key, user)
             return await self._resolve_or_ignore(gh, job, pr_id, command.name, command.key, user)
         return "nothing to do"
+
+    async def _unmute(self, gh, job: Job, kind: str, user: str) -> str:
+        """``/roundwise unmute KIND``: post that kind of finding again in this repository."""
+        was = await self._db(learnings.unmute, self.ledger, job.repo, kind, user)
+        if was is None:
+            held = sorted(await self._db(learnings.muted, self.ledger, job.repo))
+            await gh.create_issue_comment(job.number, (
+                f"@{user} `{kind}` findings are not held back here"
+                + (f"; held back: {', '.join(f'`{k}`' for k in held)}." if held else ".")))
+            return f"{kind} was not muted"
+        await gh.create_issue_comment(job.number, (
+            f"`{kind}` findings will be posted again in {learnings.learning_repo(job.repo)} "
+            f"(unmuted by @{user}; they had been dismissed {was.dismissed} of {was.judged} "
+            "times)."))
+        await self._refresh(job)
+        return f"{kind} unmuted by {user}"
 
     async def _resolve_or_ignore(self, gh, job: Job, pr_id: int, name: str, key: str,
                                  user: str) -> str:
@@ -197,10 +222,5 @@ class Handlers:
         if root is not None:
             await gh.reply(job.number, root["id"], f"{key} marked {name}d by @{user}.\n"
                            f"{render.marker(name, key, number)}")
-        pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
-        head = pr["last_reviewed_sha"] or pr["head_sha"] or ""
-        await post_summary(gh, job.number,
-                           await self.rounds.summary_body(pr_id, number, head, None),
-                           self.bot_logins)
-        await checks.refresh(gh, self.ledger, pr)
+        await self._refresh(job, [key])
         return f"{key} {name}d by {user}"

@@ -4,7 +4,9 @@ After every job on a pull request (a round, a comment, a thread action, a comman
 handlers call ``after_job``: the PR's verdicts (``tracker.verdicts``) are recomputed from the
 ledger and the gauges below are set from the ledger's totals, so a scrape shows exactly what
 ``roundwise stats`` prints. The labels are weak (people's actions, read by rules), and the
-metric help says so. Nothing here changes how the bot decides.
+metric help says so. The verdicts do not change how the bot decides states; they feed the
+repository's learnings (``tracker.learnings``): a kind of finding people keep dismissing is
+held back from the next round on.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 
 from prometheus_client import Gauge
 
+from tracker import learnings
 from tracker.ledger import Ledger
 from tracker.verdicts import refresh, summarise
 
@@ -65,6 +68,7 @@ def after_job(ledger: Ledger, repo: str | None, number: int | None,
         pr = ledger.find_pull_request(repo, number)
         if pr is not None:
             refresh(ledger, pr["id"], bot_logins)
+            learnings.refresh(ledger, repo)  # what people dismiss often is held back next
             publish(ledger)
     except Exception:
         log.exception("live verdicts for %s#%s failed", repo, number)

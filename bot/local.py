@@ -13,10 +13,13 @@ It is the server's round on another forge: ``gather`` from a ``LocalGitForge``, 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracker.ledger import Ledger
-from tracker.models import SEVERITIES
+from tracker import learnings, verdicts
+from tracker.ledger import Ledger, LedgerError
+from tracker.lifecycle import State
+from tracker.models import SEVERITIES, DecidedBy, Decision
 
 from .checks import blocking_keys
 from .fixpatch import fix_patch
@@ -25,21 +28,81 @@ from .review.engine import Engine, offline_engine
 from .review.llm_config import LLMConfig
 from .round import commit, gather, plan, read_settings
 
-__all__ = ["LocalError", "ModelUnreachable", "add_commands", "review_local"]
+__all__ = ["Actions", "LocalError", "ModelUnreachable", "add_commands", "record_actions",
+           "review_local"]
 
 
 class ModelUnreachable(LocalError):
     """The configured model gave no answer; the round was not recorded."""
 
 
+@dataclass
+class Actions:
+    """What a person tells ``roundwise review`` about earlier findings, recorded in the local
+    ledger as the App records ``/roundwise ignore``, ``resolve`` and ``unmute``."""
+
+    ignore: list[str] = field(default_factory=list)  # defect keys
+    resolve: list[str] = field(default_factory=list)
+    unmute: list[str] = field(default_factory=list)  # kinds of finding
+    by: str = "you"
+
+    def __bool__(self) -> bool:
+        return bool(self.ignore or self.resolve or self.unmute)
+
+
+def record_actions(ledger: Ledger, pr: dict, actions: Actions) -> list[str]:
+    """Record ``actions`` in the branch's ledger (all or nothing); what was done, as lines."""
+    pr_id, done = pr["id"], []
+    number = ledger.current_round(pr_id)
+    with ledger.transaction():
+        for key in dict.fromkeys(k.upper() for k in actions.ignore):
+            defect = _known(ledger, pr_id, key)
+            if not defect.ignored:
+                ledger.set_ignored(pr_id, key, actions.by, number)
+            done.append(f"{key} ignored")
+        for key in dict.fromkeys(k.upper() for k in actions.resolve):
+            defect = _known(ledger, pr_id, key)
+            if defect.state is not State.RESOLVED:
+                ledger.record_decision(pr_id, number, Decision(
+                    key, State.RESOLVED, "command_resolve",
+                    f"{actions.by} ran roundwise review --resolve", decided_by=DecidedBy.HUMAN))
+            done.append(f"{key} resolved")
+        for kind in dict.fromkeys(actions.unmute):
+            if learnings.unmute(ledger, pr["repo"], kind, actions.by) is None:
+                held = sorted(learnings.muted(ledger, pr["repo"]))
+                raise LocalError(f"{kind} findings are not held back here"
+                                 + (f" (held back: {', '.join(held)})" if held else ""))
+            done.append(f"{kind} unmuted")
+    return done
+
+
+def _known(ledger: Ledger, pr_id: int, key: str):
+    try:
+        return ledger.defect(pr_id, key)
+    except LedgerError:
+        known = ", ".join(d.key for d in ledger.defects(pr_id)) or "none yet"
+        raise LocalError(f"no defect {key} on this branch (tracked: {known})") from None
+
+
+def _learn(ledger: Ledger, pr: dict) -> None:
+    """What people did, as verdicts on the bot's findings, and the repository's learnings."""
+    verdicts.refresh(ledger, pr["id"])
+    learnings.refresh(ledger, pr["repo"])
+
+
 async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
-                       engine: Engine | None = None, db_path: str | Path | None = None) -> dict:
-    """Review ``base...head`` as the next round of the branch; returns the report dict."""
+                       engine: Engine | None = None, db_path: str | Path | None = None,
+                       actions: Actions | None = None) -> dict:
+    """Review ``base...head`` as the next round of the branch; returns the report dict.
+    ``actions`` (ignore, resolve, unmute) are recorded first, so the round and the report
+    see them."""
     forge = LocalGitForge(repo, base, head)
     db = Path(db_path) if db_path else forge.git_dir() / "roundwise" / "ledger.db"
     with Ledger(db) as ledger:
         pr = ledger.pull_request(f"local:{forge.top.name}:{forge.branch}", 0,
                                  title=forge.branch)
+        done = record_actions(ledger, pr, actions) if actions else []
+        _learn(ledger, pr)
         pull = await forge.pull(0)
         rnd = ledger.begin_round(pr["id"], pull.head_sha, pull.base_sha)
         number = rnd["number"]
@@ -50,8 +113,23 @@ async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
             if the_plan.dropped.get("llm_error"):
                 ledger.finish_round(pr["id"], number, "failed", error="model unreachable")
                 raise ModelUnreachable("the model could not be reached")
+            ledger.save_plan(pr["id"], number, the_plan.to_json())  # what it held back
             commit(ledger, pr["id"], number, the_plan)  # nothing to publish: the report is it
-        return report(ledger, pr["id"], number, forge, db)
+            _learn(ledger, pr)
+        out = report(ledger, pr["id"], number, forge, db)
+        out["actions"] = done
+        out["held"] = _held(ledger, pr, number)
+        return out
+
+
+def _held(ledger: Ledger, pr: dict, number: int) -> list[dict]:
+    """The round's findings held back (a kind people keep dismissing, or ``converge``)."""
+    saved = ledger.plan(pr["id"], number) or {}
+    return [{"path": h["finding"].get("path"), "line_start": h["finding"].get("line_start"),
+             "severity": h["finding"].get("severity"), "rule": h["finding"].get("rule"),
+             "kind": learnings.kind_of(h["finding"].get("rule"), h["finding"].get("type")),
+             "why": h["why"], "description": h["finding"].get("description")}
+            for h in saved.get("held") or []]
 
 
 def report(ledger: Ledger, pr_id: int, number: int, forge: LocalGitForge, db: Path) -> dict:
@@ -129,6 +207,14 @@ def add_commands(sub) -> None:
     review.add_argument("--fix-patch", metavar="FILE",
                         help="write the open defects' suggested fixes to FILE as a unified diff "
                              "(apply with git apply FILE)")
+    review.add_argument("--ignore", metavar="KEY", action="append", default=[],
+                        help="stop reporting defect KEY (e.g. D3) on this branch, as "
+                             "/roundwise ignore does; recorded in the ledger (repeatable)")
+    review.add_argument("--resolve", metavar="KEY", action="append", default=[],
+                        help="mark defect KEY resolved, as /roundwise resolve does (repeatable)")
+    review.add_argument("--unmute", metavar="KIND", action="append", default=[],
+                        help="post a kind of finding held back after people dismissed it "
+                             "(e.g. debug-print) again, as /roundwise unmute does (repeatable)")
     review.set_defaults(func=cmd_review)
 
 
@@ -156,6 +242,22 @@ def llm_config(args, environ) -> LLMConfig | None:
     )
 
 
+def _user(repo: str) -> str:
+    """Who ran the command, for the ledger's evidence (``git config user.name`` or $USER)."""
+    import getpass
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(repo), "config", "user.name"], capture_output=True,
+                          text=True, check=False)
+    name = done.stdout.strip() if done.returncode == 0 else ""
+    if name:
+        return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "you"
+
+
 def cmd_review(args) -> int:
     import asyncio
     import logging
@@ -175,9 +277,11 @@ def cmd_review(args) -> int:
 
         engine = build_llm_engine(llm)
 
-    def run(engine):
+    actions = Actions(args.ignore, args.resolve, args.unmute, by=_user(args.repo))
+
+    def run(engine, actions=actions):
         return asyncio.run(review_local(args.repo, args.base, args.head, engine=engine,
-                                        db_path=args.ledger))
+                                        db_path=args.ledger, actions=actions))
 
     try:
         try:
@@ -191,10 +295,12 @@ def cmd_review(args) -> int:
                 return 2
             print(f"roundwise: the model {llm.model}{where} could not be reached; reviewing "
                   "with the offline reviewer (--offline-fallback)", file=sys.stderr)
-            report = run(None)
+            report = run(None, None)  # the first try recorded the actions already
     except LocalError as exc:
         print(f"roundwise: {exc}", file=sys.stderr)
         return 2
+    for line in report.get("actions") or []:
+        print(f"roundwise: {line} (recorded in {report['ledger']})", file=sys.stderr)
     print(render(report, args.format))
     if args.fix_patch:
         write_fix_patch(args.repo, report, args.fix_patch)

@@ -11,6 +11,11 @@ able to switch its own review off. Example::
     require_tests: false   # track "source changed, no test changed" as a defect (else a note)
     fail_on: Major         # the roundwise check fails while an open defect this severe stands
     review_event: comment  # or request_changes: the round's review requests changes then
+    converge: {after_round: 2, min_severity: Major}  # later rounds add only Major or worse
+    paths:                 # per glob: skip the files, or tell the model how to review them
+      - {glob: "migrations/**", skip: true}
+      - {glob: "src/api/**", instructions: "Every handler must check the caller's token."}
+      - {glob: "scripts/**", ignore_rules: [debug-print]}
 
 An invalid file does not stop reviews: the defaults apply and the error is reported once.
 The file is the repository's, so it is read with limits: at most ``MAX_BYTES``, at most
@@ -26,13 +31,17 @@ import yaml
 from tracker.models import SEVERITIES
 
 from .review.engine import Settings
+from .review.paths import MAX_INSTRUCTIONS, PathRule
 
 PATH = ".github/roundwise.yml"
 MAX_BYTES = 64 * 1024
 MAX_ALIASES = 50
 MAX_DEPTH = 20
 KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks",
-        "require_tests", "fail_on", "review_event"}
+        "require_tests", "fail_on", "review_event", "converge", "paths"}
+CONVERGE_KEYS = {"after_round", "min_severity"}
+PATH_KEYS = {"glob", "skip", "instructions", "ignore_rules"}
+MAX_PATHS = 100
 REVIEW_EVENTS = ("comment", "request_changes")
 
 
@@ -94,7 +103,63 @@ def parse_settings(text: str | None, *, default_drafts: bool = False) -> Setting
         if value not in REVIEW_EVENTS:
             raise SettingsError(f"{PATH}: review_event must be one of {', '.join(REVIEW_EVENTS)}")
         settings.review_event = value
+    if data.get("converge") not in (None, False):
+        _converge(data["converge"], settings)
+    if "paths" in data:
+        settings.paths = _paths(data["paths"])
     return settings
+
+
+def _converge(value, settings: Settings) -> None:
+    """``converge: {after_round: N, min_severity: S}``: after round N, hold back new findings
+    below S (``converge: true`` is ``{after_round: 2, min_severity: Major}``)."""
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise SettingsError(f"{PATH}: converge must be a mapping such as "
+                            "{after_round: 2, min_severity: Major}")
+    unknown = sorted(set(value) - CONVERGE_KEYS)
+    if unknown:
+        raise SettingsError(f"{PATH}: converge: unknown key(s) {', '.join(map(str, unknown))}; "
+                            f"known: {', '.join(sorted(CONVERGE_KEYS))}")
+    after = value.get("after_round", 2)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise SettingsError(f"{PATH}: converge.after_round must be a whole number >= 0")
+    severity = str(value.get("min_severity", "Major")).capitalize()
+    if severity not in SEVERITIES:
+        raise SettingsError(f"{PATH}: converge.min_severity must be one of "
+                            f"{', '.join(SEVERITIES)}")
+    settings.converge_after, settings.converge_severity = after, severity
+
+
+def _paths(value) -> list[PathRule]:
+    """``paths: [{glob, skip, instructions, ignore_rules}, ...]``."""
+    if not isinstance(value, list) or len(value) > MAX_PATHS:
+        raise SettingsError(f"{PATH}: paths must be a list of at most {MAX_PATHS} entries such "
+                            'as {glob: "src/api/**", instructions: "..."}')
+    out = []
+    for n, entry in enumerate(value, 1):
+        where = f"{PATH}: paths entry {n}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("glob"), str) \
+                or not entry["glob"].strip():
+            raise SettingsError(f"{where} needs a glob (a string)")
+        unknown = sorted(set(entry) - PATH_KEYS)
+        if unknown:
+            raise SettingsError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}; "
+                                f"known: {', '.join(sorted(PATH_KEYS))}")
+        skip = entry.get("skip", False)
+        if not isinstance(skip, bool):
+            raise SettingsError(f"{where}: skip must be true or false")
+        text = entry.get("instructions") or ""
+        if not isinstance(text, str) or len(text) > MAX_INSTRUCTIONS:
+            raise SettingsError(f"{where}: instructions must be text of at most "
+                                f"{MAX_INSTRUCTIONS} characters")
+        rules = entry.get("ignore_rules") or []
+        if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+            raise SettingsError(f"{where}: ignore_rules must be a list of rule ids "
+                                "(debug-print, ruff:F401...)")
+        out.append(PathRule(entry["glob"].strip(), skip, text.strip(), tuple(rules)))
+    return out
 
 
 class _BoundedLoader(yaml.SafeLoader):

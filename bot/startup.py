@@ -19,6 +19,7 @@ from pathlib import Path
 from .config import Config
 from .review.llm_config import LLMConfig
 from .store.queue import is_postgres, redact, split_schema
+from .store.target import relative_hint
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
            "startup_problems", "version"]
@@ -123,8 +124,8 @@ def check_ledger(db_path: str) -> str | None:
     path = Path(db_path).expanduser()
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        return (f"ROUNDWISE_DB={db_path!r}: the folder {folder} does not exist; create it or "
-                "point ROUNDWISE_DB at a writable place")
+        return (f"ROUNDWISE_DB={db_path!r}: the folder {folder} does not exist"
+                f"{relative_hint(path)}; create it or point ROUNDWISE_DB at a writable place")
     target = path if path.exists() else folder
     if not os.access(target, os.W_OK) or (not path.exists() and not os.access(folder, os.X_OK)):
         who = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"

@@ -2,9 +2,11 @@
 
 What a person opening the pull request needs first is a verdict, then what this push changed
 and why, then what is still open, with links into the head. So: a one-line verdict; "This
-round" (each change of state in words, with its evidence in full); the open defects (short
-description, severity, type by name, a short location linking to the file at the head); the
-resolved and ignored ones folded in ``<details>``; a "Fix with your coding agent" block holding
+round" (each change of state in words, with its evidence in full, and how many new findings
+were held back); the open defects (short description, severity, type by name, a short location
+linking to the file at the head); a line per kind of finding the bot holds back in this
+repository and the round's held-back findings, folded (``Held``); the resolved and ignored
+ones folded in ``<details>``; a "Fix with your coding agent" block holding
 a ready prompt that lists every open defect; notes; the commands.
 
 GitHub refuses comments over 65,536 characters. A pull request with hundreds of defects is
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 from tracker.models import MCR_TYPES, severity_rank
 
-__all__ = ["MAX_BODY", "Change", "Row", "render"]
+__all__ = ["MAX_BODY", "Change", "Held", "Row", "render"]
 
 MAX_BODY = 65536  # GitHub's limit for a comment body, in characters
 _BUDGET = MAX_BODY - 1536  # room for the marker, notes and the commands line
@@ -63,6 +65,19 @@ class Change:
     rule: str
     evidence: str
     decided_by: str = "rule"
+
+
+@dataclass
+class Held:
+    """A new finding the round held back (not posted, not tracked), and why."""
+
+    severity: str
+    type: str
+    description: str
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    why: str = ""  # e.g. "below Major after round 2", "`debug-print` held back"
 
 
 @dataclass
@@ -237,6 +252,43 @@ def _history(rows: list[Row], d: _Detail) -> list[str]:
     return out + ["", "</details>", ""]
 
 
+def _held(held: list[Held], notices: list[str], repo: str, head: str,
+          d: _Detail) -> list[str]:
+    """What the round held back: each muted kind's notice, then the findings, folded."""
+    out = [n for notice in notices for n in (notice, "")]
+    if not held:
+        return out
+    n = len(held)
+    out += ["<details>", (f"<summary>🔕 {n} finding{'s' * (n != 1)} held back this round "
+                          "(not posted inline, not tracked)</summary>"), ""]
+    if d.history == "count":
+        reasons: dict[str, int] = {}
+        for h in held:
+            reasons[h.why] = reasons.get(h.why, 0) + 1
+        out += [f"- {why}: {count}" for why, count in reasons.items()]
+    else:
+        out += ["| severity | where | what | why held back |", "|---|---|---|---|"]
+        for h in sorted(held, key=lambda h: (-severity_rank(h.severity), h.path or "",
+                                              h.line_start or 0)):
+            row = Row("", "New", h.severity, h.type, h.description, h.path, h.line_start,
+                      h.line_end)
+            out.append(f"| {h.severity} | {link(row, repo, head, d.links)} | "
+                       f"{_cell(h.description, 100)} | {h.why} |")
+    return out + ["", "</details>", ""]
+
+
+def _held_line(held: list[Held]) -> list[str]:
+    """This round's line about what it held back, so the count shows without unfolding."""
+    if not held:
+        return []
+    reasons: dict[str, int] = {}
+    for h in held:
+        reasons[h.why] = reasons.get(h.why, 0) + 1
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+    return [(f"- 🔕 {len(held)} new finding{'s' * (len(held) != 1)} held back, not posted: "
+             f"{why}.")]
+
+
 def agent_prompt(rows: list[Row], repo: str, number: int | None, head: str,
                  limit: int | None = None) -> str:
     """A prompt for a coding agent (Copilot, Claude Code...) listing every open defect."""
@@ -288,16 +340,23 @@ def _escape_fence(text: str) -> str:
 
 def render(rows: list[Row], changes: list[Change], *, repo: str, number: int | None,
            round_number: int, head: str, notes: list[str] = (), marker: str = "",
-           commands: str = "", overview: list[str] = ()) -> str:
-    """The whole summary comment, within GitHub's size limit."""
+           commands: str = "", overview: list[str] = (), held: list[Held] = (),
+           notices: list[str] = ()) -> str:
+    """The whole summary comment, within GitHub's size limit. ``held``: the round's findings
+    held back; ``notices``: one line per kind of finding the bot holds back here."""
     new = [r for r in rows if r.state == "New" and r.raised == round_number and not r.ignored]
     body = ""
     for d in _LEVELS:
         parts = [marker, f"### roundwise · round {round_number} · `{head[:7]}`", "",
                  verdict(rows), ""]
         parts += list(overview) if d.overview else []
-        parts += _this_round(changes, new, d)
+        this_round = _this_round(changes, new, d)
+        if held:  # "This round" also says what it held back
+            this_round = (this_round[:-1] if this_round else ["#### This round", ""]) \
+                + _held_line(list(held)) + [""]
+        parts += this_round
         parts += _open_table(rows, repo, head, d)
+        parts += _held(list(held), list(notices), repo, head, d)
         parts += _history(rows, d)
         parts += _prompt_block(rows, repo, number, head, d)
         parts += [n for note in notes for n in (note, "")]
@@ -320,7 +379,9 @@ def _last_change(states: dict[int, str]) -> int:
 
 
 def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change]]:
-    """Rows and this round's changes: round ``number``'s plan laid over the ledger."""
+    """Rows and this round's changes: round ``number``'s plan laid over the ledger, or with no
+    plan (the round is in the ledger: a person's action re-renders the summary) the ledger
+    alone, this round's changes read from its history (people's since the push included)."""
     history = store.states_by_round(pr_id)
     decisions = {d.key: d for d in (plan.decisions if plan else [])}
     rows, changes = [], []
@@ -328,6 +389,10 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
         row = Row(d.key, str(d.state), d.severity, d.type, d.text, d.path, d.line_start,
                   d.line_end, d.origin.value, d.raised_round,
                   _last_change(history.get(d.key, {})), d.ignored, d.fix)
+        if plan is None:
+            change = _recorded_change(store, pr_id, d.key, number, history.get(d.key, {}))
+            if change is not None:
+                changes.append(change)
         decision = decisions.get(d.key)
         if decision is not None:
             if str(decision.state) != row.state:
@@ -344,6 +409,18 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
                         f.line_start, f.line_end, f.origin.value, number, number, False,
                         f.fix if f.side == "RIGHT" else None))
     return rows, changes
+
+
+def _recorded_change(store, pr_id: int, key: str, number: int,
+                     states: dict[int, str]) -> Change | None:
+    """The change of state the ledger recorded for ``key`` in round ``number``, if any."""
+    earlier = max((r for r in states if r < number), default=None)
+    before = states[earlier] if earlier is not None else "New"  # else raised this round
+    if number not in states or states[number] == before:
+        return None
+    last = [h for h in store.history(pr_id, key) if h["round"] == number][-1]
+    return Change(key, before, last["state"], last["rule"], last["evidence"] or "",
+                  last["decided_by"] or "rule")
 
 
 def notes_to_show(store, pr_id: int, number: int, notes: list[str], rows: list[Row]) -> list[str]:

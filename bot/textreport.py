@@ -42,7 +42,7 @@ def as_text(report: dict, width: int | None = None) -> str:
     lines = [title]
     if not shown:
         lines.append("no defects found")
-        return "\n".join(lines)
+        return "\n".join(lines + _held(report))
     key_width = max(4, *(len(d["key"]) for d in shown)) + 2
     row = f"{{:<{key_width}}}{{:<{STATE_WIDTH}}}{{:<{STATE_WIDTH}}}{{:<{SEVERITY_WIDTH}}}{{}}"
     lines.append(row.format("KEY", "STATE", "WAS", "SEVERITY", "WHERE"))
@@ -64,4 +64,18 @@ def as_text(report: dict, width: int | None = None) -> str:
                 lines.extend(INDENT + "  " + ln for ln in d["fix"].splitlines())
             else:
                 lines.append(INDENT + "fix: delete the line(s)")
-    return "\n".join(lines)
+    return "\n".join(lines + _held(report))
+
+
+def _held(report: dict) -> list[str]:
+    """One line per finding the round held back (not tracked), and how to get them back."""
+    held = report.get("held") or []
+    if not held:
+        return []
+    out = [f"held back: {len(held)} finding(s), not tracked"]
+    for h in held:
+        where = f"{h['path']}:{h['line_start']}" if h.get("path") else "(whole change)"
+        why = (f"{h['kind']} is muted (roundwise review --unmute {h['kind']})"
+               if h["why"] == "muted" else "converge")
+        out.append(f"{INDENT}{h['severity']:<{SEVERITY_WIDTH}}{where}  [{why}]")
+    return out

@@ -78,8 +78,10 @@ async def test_export_writes_what_people_did_and_bench_run_scores_it(tmp_path, c
     # PR 9: rina's D3, resolved by the bot in round 2 and confirmed by her: Resolved.
     assert cards(t9) == {"D3": ("human", ["New", "Resolved"], [H, H], [None, "Resolved"])}
     assert [d["defect"] for d in t9["dismissed_findings"]] == ["D2"]
-    assert {(d["defect"], d["round"], d["state"], d["rule"]) for d in t9["bot_decisions"]} >= \
-        {("D3", 2, "Resolved", "anchor-modified"), ("D4", 2, "New", "raised")}
+    decided = {(d["defect"], d["round"], d["state"], d["rule"]) for d in t9["bot_decisions"]}
+    assert ("D3", 2, "Resolved", "anchor-modified") in decided
+    # the print wendy ignored is not raised again by the same check (it once came back as D4)
+    assert not any(d[0] == "D4" for d in decided)
 
     # bench run loads the exported tasks and scores states only where people gave a signal.
     run = tmp_path / "run"

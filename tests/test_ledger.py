@@ -25,10 +25,10 @@ def test_schema_is_migrated_once_and_uses_wal(tmp_path):
         assert led.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = set(led.db.table_names())
     assert {"pull_requests", "rounds", "defects", "state_history", "defect_comments",
-            "deliveries", "installations", "signals", "leases", "verdicts"} <= tables
+            "deliveries", "installations", "signals", "leases", "verdicts", "learnings"} <= tables
     with Ledger(path) as led:  # reopening applies nothing twice
         names = [r["name"] for r in led.db["_sqlite_migrations"].rows]
-        assert names == sorted(set(names)) and len(names) == 7
+        assert names == sorted(set(names)) and len(names) == 8
 
 
 def test_keys_are_stable_per_pr_and_history_records_new(any_ledger):

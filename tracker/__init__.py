@@ -14,6 +14,7 @@ __all__ = [
            "discussion",
            "intake",
            "interdiff",
+           "learnings",
            "ledger",
            "ledger_base",
            "lifecycle",

@@ -131,6 +131,25 @@ def _take_reply(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
     return Outcome("attached", defect, kind)
 
 
+def take_reaction(ledger: Ledger, pr_id: int, comment_id: int, thumbs_down: int) -> Outcome:
+    """People gave the bot's comment that raised a defect a 👎 (seen when the bot lists its
+    comments; GitHub sends no webhook for reactions): a dismissal of that finding, once."""
+    if thumbs_down <= 0:
+        return Outcome("ignored", reason="no 👎")
+    defect = ledger.defect_by_comment(pr_id, comment_id)
+    if defect is None or defect.origin.value != "bot":
+        return Outcome("ignored", reason="not a comment that raised a bot finding")
+    root = ledger.thread_root(pr_id, defect.key)
+    if root is None or root["id"] != comment_id:
+        return Outcome("ignored", reason="a reply, not the finding's comment")
+    if any(r["kind"] == str(SignalKind.THUMBS_DOWN) for r in ledger.signal_rows(pr_id, defect.key)):
+        return Outcome("ignored", defect, reason="already counted")
+    ledger.add_signal(pr_id, defect, ledger.current_round(pr_id),
+                      Signal(SignalKind.THUMBS_DOWN, defect.key, None, f"👎 x{thumbs_down}",
+                             comment_id))
+    return Outcome("updated", defect, SignalKind.THUMBS_DOWN)
+
+
 def take_thread(ledger: Ledger, pr_id: int, *, resolved: bool, by: str | None,
                 node_id: str | None = None, comment_ids: list[int] = ()) -> Outcome:
     """A review thread was resolved or unresolved on GitHub."""

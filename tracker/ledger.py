@@ -43,6 +43,29 @@ def migration_lock(path: str):
         fd.close()  # closing releases the lock
 
 
+#: per kind of the bot's findings in a repository (the kind: its offline rule, else its MCR
+#: type), how many were judged and dismissed since the kind was last unmuted (written with
+#: %s placeholders; each engine swaps in its own)
+TALLY = """
+    select coalesce(d.rule, d.type) as kind,
+           sum(case when v.verdict = 'dismissed' then 1 else 0 end) as dismissed,
+           count(*) as judged
+    from verdicts v join defects d on d.id = v.defect_id
+    join pull_requests p on p.id = v.pr_id
+    left join learnings l on l.repo = %s and l.kind = coalesce(d.rule, d.type)
+    where (p.repo = %s or p.repo like %s escape '!')
+      and v.kind = 'finding' and d.origin = 'bot'
+      and v.decided_at > coalesce(l.unmuted_at, '')
+    group by coalesce(d.rule, d.type)
+    order by coalesce(d.rule, d.type)
+"""
+
+
+def like_prefix(repo: str) -> str:
+    """A LIKE pattern (escape ``!``) for ``repo:anything``: the local CLI's per-branch PRs."""
+    return repo.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ":%"
+
+
 class LedgerError(Exception):
     """A request the ledger cannot honour (unknown PR, unknown defect, ...)."""
 
@@ -434,6 +457,27 @@ class Ledger(LedgerBase):
             "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
             " group by p.repo, v.kind, v.transition, v.verdict "
             "order by p.repo, v.kind, v.transition", args))
+
+    # -- learnings (tracker.learnings) --------------------------------------------------------
+
+    def finding_tally(self, repo: str) -> list[dict]:
+        """Per kind of bot finding in ``repo`` (and its local branches, ``repo:BRANCH``): the
+        judged findings and the dismissed ones, raised since the kind was last unmuted."""
+        return self._rows(TALLY.replace("%s", "?"), [repo, repo, like_prefix(repo)])
+
+    def learnings(self, repo: str | None = None) -> list[dict]:
+        where, args = (" where repo = ?", [repo]) if repo else ("", [])
+        return self._rows(f"select * from learnings{where} order by repo, kind", args)
+
+    def save_learning(self, repo: str, kind: str, **fields) -> None:
+        """Create or update the learning row of ``kind`` in ``repo``."""
+        fields = {**fields, "updated_at": now()}
+        names = ", ".join(f"[{c}]" for c in fields)
+        sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in fields)
+        self.db.execute(f"insert into learnings (repo, kind, {names}) values "
+                        f"(?, ?, {', '.join('?' * len(fields))}) "
+                        f"on conflict (repo, kind) do update set {sets}",
+                        [repo, kind, *fields.values()])
 
     # -- GitHub comments and threads ---------------------------------------------------------
 

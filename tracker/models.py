@@ -94,6 +94,9 @@ class Finding:
     # The replacement for lines line_start..line_end (new side), when the fix is local and
     # certain; "" deletes them. Posted as a ```suggestion block the author can commit.
     fix: str | None = None
+    # The code a model quoted as the problem (lines line_start..line_end as it read them): a
+    # fix becomes a suggestion only when those lines really hold it (``bot.review.llm.fixes``).
+    quote: str | None = None
 
     def __post_init__(self):
         self.origin = Origin(self.origin)
@@ -209,6 +212,7 @@ class SignalKind(str, Enum):
     REVIEWER_ACCEPTS = "reviewer_accepts"  # a reviewer says the fix is fine
     COMMAND_RESOLVE = "command_resolve"  # `/roundwise resolve D3` by someone with write access
     COMMAND_IGNORE = "command_ignore"
+    THUMBS_DOWN = "thumbs_down"  # a 👎 on the bot's comment (read at the next round)
 
     def __str__(self) -> str:
         return self.value

@@ -216,3 +216,27 @@ def m007_check_runs(db: Database) -> None:
     # conclusion it shows now: a person resolving a defect between pushes updates it in place.
     db["rounds"].add_column("check_run_id", int)
     db["rounds"].add_column("check_shown", str)
+
+
+@migrations()
+def m008_learnings(db: Database) -> None:
+    # What the bot learnt from people dismissing its findings (tracker/learnings.py): per
+    # repository and kind of finding (an offline rule id, or a model finding's MCR type), the
+    # dismissals counted since the kind was last unmuted and whether it is held back now.
+    db["learnings"].create(
+        {
+            "id": int,
+            "repo": str,
+            "kind": str,
+            "dismissed": int,
+            "judged": int,
+            "muted": int,
+            "muted_at": str,
+            "unmuted_at": str,
+            "unmuted_by": str,
+            "updated_at": str,
+        },
+        pk="id",
+        defaults={"dismissed": 0, "judged": 0, "muted": 0},
+    )
+    db["learnings"].create_index(["repo", "kind"], unique=True)

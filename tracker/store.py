@@ -84,6 +84,12 @@ class LedgerStore(Protocol):
     def verdict_counts(self, repo: str | None = None,
                        since: str | None = None) -> list[dict]:
         """Rows of ``repo``, ``kind``, ``transition``, ``verdict`` and their count ``n``."""
+    # learnings (tracker.learnings)
+    def finding_tally(self, repo: str) -> list[dict]:
+        """Rows of ``kind``, ``dismissed`` and ``judged``: the bot's judged findings per kind
+        in ``repo``, raised since the kind was last unmuted."""
+    def learnings(self, repo: str | None = None) -> list[dict]: ...
+    def save_learning(self, repo: str, kind: str, **fields) -> None: ...
     # health
     def heartbeat(self) -> None: ...
 

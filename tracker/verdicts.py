@@ -7,7 +7,8 @@ order they happened, and classifies the people's actions as verdicts on the bot:
 - a bot **finding** is *accepted* when the author changed the anchored code and the thread was
   resolved (by a person, or by the bot after it saw the change), or a suggestion was committed;
   it is *dismissed* when a person resolved its thread with no change, ran ``/roundwise
-  ignore``, or replied disagreeing ("not a bug", "intended", "won't fix"...);
+  ignore``, gave its comment a 👎, or replied disagreeing ("not a bug", "intended", "won't
+  fix"...);
 - a bot **state** decision is *contradicted* when a person unresolves a thread the bot called
   Resolved, or a reviewer replies "still ..." after it; when a person resolves a thread the bot
   kept Open for two rounds in a row; it is *confirmed* when a reviewer accepts or resolves the
@@ -203,6 +204,8 @@ def _defect_verdicts(ledger: Ledger, defect, bot_logins: set[str]) -> list[Verdi
                     state("confirmed", kind, by, rnd, f"{who} accepted the fix")
             elif kind == "command_ignore":
                 finding("dismissed", kind, by, rnd, f"{who} ran /roundwise ignore")
+            elif kind == "thumbs_down":
+                finding("dismissed", kind, by, rnd, f"{who} gave its comment a 👎")
             continue
         if ev["type"] == "reply" and DISAGREE.search(ev["body"] or ""):
             text = " ".join((ev["body"] or "").split())[:100]

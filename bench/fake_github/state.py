@@ -37,6 +37,8 @@ PERMISSION_LEVELS = {
     "read": ("read", "read"),
     "none": ("none", "none"),
 }
+#: the reaction contents GitHub counts on a comment (its ``reactions`` rollup)
+REACTIONS = ("+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
 REVIEW_EVENTS = {
     "APPROVE": "APPROVED",
     "REQUEST_CHANGES": "CHANGES_REQUESTED",
@@ -146,6 +148,7 @@ class _Comment:
     updated_at: str
     thread_id: str
     reply_to: int | None = None
+    reactions: dict[str, set[str]] = field(default_factory=dict)  # content -> users
 
 
 @dataclass
@@ -1031,10 +1034,18 @@ class FakeState:
             "original_line": comment.line,
             "side": comment.side,
             "subject_type": "line",
+            "reactions": self._reactions_json(f"{api}/pulls/comments/{comment.id}/reactions",
+                                              comment.reactions),
         }
         if comment.reply_to is not None:
             out["in_reply_to_id"] = comment.reply_to
         return out
+
+    @staticmethod
+    def _reactions_json(url: str, reactions: dict[str, set[str]]) -> dict[str, Any]:
+        """GitHub's reaction rollup on a comment (counts per content, as REST lists it)."""
+        counts = {k: len(reactions.get(k, ())) for k in REACTIONS}
+        return {"url": url, "total_count": sum(counts.values()), **counts}
 
     def _issue_comment_json(self, repo: _Repo, pr: _PullRequest, comment: _IssueComment
                             ) -> dict[str, Any]:
@@ -1258,6 +1269,19 @@ class FakeState:
         pr.issue_comments.append(comment)
         pr.updated_at = now
         return comment
+
+    def add_reaction(self, repo: str, number: int, comment_id: int, user: str,
+                     content: str = "-1") -> dict[str, Any]:
+        """A person reacts to review comment ``comment_id`` (GitHub sends no webhook for it)."""
+        if content not in REACTIONS:
+            raise ValueError(f"unknown reaction {content!r}")
+        the_repo, pr = self._pr(repo, number)
+        self._user(user)
+        comment = self._comment_by_id(pr, comment_id)
+        if comment is None:
+            raise KeyError(f"no review comment {comment_id}")
+        comment.reactions.setdefault(content, set()).add(user)
+        return self._review_comment_json(the_repo, pr, comment)
 
     def _thread_of(self, pr: _PullRequest, comment_id: int) -> _Thread:
         comment = self._comment_by_id(pr, comment_id)

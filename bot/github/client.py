@@ -71,6 +71,9 @@ query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
 RESOLVE_MUTATION = """
 mutation($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }
 """
+UNRESOLVE_MUTATION = """
+mutation($id: ID!) { unresolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }
+"""
 
 
 @dataclass
@@ -567,6 +570,9 @@ class RepoClient:
 
     async def resolve_thread(self, thread_id: str) -> None:
         await self.graphql(RESOLVE_MUTATION, id=thread_id)
+
+    async def unresolve_thread(self, thread_id: str) -> None:
+        await self.graphql(UNRESOLVE_MUTATION, id=thread_id)
 
 
 def _seg(value: str) -> str:

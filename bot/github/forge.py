@@ -66,6 +66,9 @@ class GitHubForge(Forge):
     async def resolve_thread(self, thread_id: str) -> None:
         await self.client.resolve_thread(thread_id)
 
+    async def unresolve_thread(self, thread_id: str) -> None:
+        await self.client.unresolve_thread(thread_id)
+
     async def create_issue_comment(self, number: int, body: str) -> int:
         return int((await self.client.create_issue_comment(number, body))["id"])
 
@@ -93,7 +96,11 @@ class GitHubForge(Forge):
 
 
 def _comment(data: dict) -> Comment:
-    return Comment(int(data["id"]), (data.get("user") or {}).get("login"), data.get("body") or "")
+    down = (data.get("reactions") or {}).get("-1") if isinstance(data.get("reactions"), dict) \
+        else 0
+    return Comment(int(data["id"]), (data.get("user") or {}).get("login"), data.get("body") or "",
+                   down if isinstance(down, int) and not isinstance(down, bool) and down > 0
+                   else 0)
 
 
 def _inline(c: InlineComment) -> dict:

@@ -2,9 +2,12 @@
 
 ``Engine.review(context)`` runs the tracker's deterministic decisions, every detector (the
 offline static reviewer, and the LLM when one is configured), drops findings that could not be
-posted (outside the diff, outside the PR, ignored paths), folds findings that repeat a tracked
-defect into that defect instead of raising it again, lets a verifier confirm or overturn the
-tracker's candidates, and applies the repository's limits (minimum severity, maximum comments).
+posted (outside the diff, outside the PR, ignored or skipped paths, rules a path drops), folds
+findings that repeat a tracked defect into that defect instead of raising it again, drops those
+that repeat a defect people ignored, re-checks the bot's own static findings at the head
+(``bot.review.recheck``), lets a verifier confirm or overturn the tracker's candidates, holds
+back what people keep dismissing here and, with ``converge``, later rounds' minor findings, and
+applies the repository's limits (minimum severity, maximum comments).
 
 The server posts from the result, the ledger stores it, the bench scores it. Detectors and
 verifiers are small protocols, so the LLM path (``bot.review.llm``) and the offline path
@@ -14,19 +17,21 @@ verifiers are small protocols, so the LLM path (``bot.review.llm``) and the offl
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tracker.anchors import DiffMap, excerpt
+from tracker.anchors import DiffMap, excerpt, fingerprint
 from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
-from tracker.dedupe import Position, match_finding, same_defect
+from tracker.dedupe import TEXT_SIMILAR, Position, match_finding, same_defect, text_similarity
+from tracker.learnings import Learning, kind_of
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, Signal, severity_rank
 
 from .offline import review_offline
 from .patch import Patches
+from .paths import PathRule, matches_any
+from .recheck import recheck_static
 
 
 @dataclass
@@ -41,6 +46,16 @@ class Settings:
     require_tests: bool = False  # track "code changed, no test changed" as a defect
     fail_on: str | None = None  # the check run fails while a defect this severe stands
     review_event: str = "comment"  # or "request_changes" while blocking defects stand
+    # ``converge``: after round ``converge_after``, new findings below ``converge_severity``
+    # are held back (shown folded in the summary, never posted inline).
+    converge_after: int | None = None
+    converge_severity: str = "Major"
+    paths: list[PathRule] = field(default_factory=list)  # per-glob instructions, skips
+
+    def skipped(self, path: str | None) -> bool:
+        """Whether ``path`` is excluded from review (``ignore_paths`` or ``paths: skip``)."""
+        return bool(path) and (matches_any(path, self.ignore_paths)
+                               or any(r.skip and r.matches(path) for r in self.paths))
 
 
 @dataclass
@@ -66,6 +81,9 @@ class RoundContext:
     anchor_diffs: dict[str, str] = field(default_factory=dict)  # commit -> diff to head
     upstream_diff: str = ""  # previous head -> itself rebased onto a new base (after a rebase)
     patches: Patches = field(default_factory=Patches, repr=False, compare=False)
+    # kinds of finding people keep dismissing in this repository (``tracker.learnings``)
+    muted: dict[str, Learning] = field(default_factory=dict)
+    ignored: list[Defect] = field(default_factory=list)  # defects people ignored
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -107,6 +125,9 @@ class RoundResult:
     dropped: Counter = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
     notes: list[str] = field(default_factory=list)  # for the summary, not tracked
+    # new findings not posted: (finding, why) with why "muted" (a kind people keep dismissing)
+    # or "converge" (below ``converge``'s severity after its round); shown folded in the summary
+    held: list[tuple[Finding, str]] = field(default_factory=list)
 
     def code_for(self, ctx: RoundContext, finding: Finding) -> str | None:
         return ctx.code_at(finding.path, finding.line_start, finding.line_end)
@@ -133,9 +154,10 @@ class OfflineDetector:
             patch = ctx.patches.patch(ctx.pr_diff)
         except Exception:  # noqa: BLE001 - the reviewer reports what it cannot parse
             patch = None
+        skip = [r.glob for r in ctx.settings.paths if r.skip]
         findings = await asyncio.to_thread(
-            review_offline, ctx.pr_diff, ctx.files, ignore_paths=ctx.settings.ignore_paths,
-            patch=patch,
+            review_offline, ctx.pr_diff, ctx.files,
+            ignore_paths=[*ctx.settings.ignore_paths, *skip], patch=patch,
         )
         return Detection(findings)
 
@@ -190,6 +212,7 @@ class Engine:
             result.dropped.update(detection.dropped)
         postable = DiffLines(ctx.pr_diff, diff_map=ctx.patches.map(ctx.pr_diff))
         tracked = self._positions(ctx, decisions)
+        taken: set[str] = set()  # ignored defects a finding of this round already repeats
         for finding in raw:
             if finding.rule == "missing-tests" and not ctx.settings.require_tests:
                 result.notes.append(finding.description)  # a nudge, not a tracked defect
@@ -204,14 +227,50 @@ class Engine:
             if repeat is not None:
                 result.repeated.setdefault(repeat.key, finding)
                 continue
+            if self._repeats_ignored(finding, code, ctx.ignored, taken):
+                result.dropped["repeats_ignored"] += 1  # people said no to it already
+                continue
             if any(same_defect(finding, _as_defect(f), _position(f)) for f in result.findings):
                 result.dropped["duplicate"] += 1
                 continue
             result.findings.append(finding)
         self._still_detected(ctx, result)
+        if self._static(ctx):
+            await asyncio.to_thread(recheck_static, ctx, result)
         await self._verify(ctx, result)
         self._limit(ctx, result)
         return result
+
+    @staticmethod
+    def _repeats_ignored(finding: Finding, code: str | None, ignored: list[Defect],
+                         taken: set[str]) -> bool:
+        """Whether ``finding`` is a defect people ignored, found again: the same check (or
+        the same words) on the same code in the same file, each ignored defect matched once,
+        by the finding nearest to where it was (its place is not followed once ignored)."""
+        if not ignored or code is None or finding.path is None:
+            return False
+        mark = fingerprint(code)
+        best = None
+        for d in ignored:
+            if d.key in taken or d.path != finding.path or d.fingerprint != mark:
+                continue
+            if finding.rule and d.rule and finding.rule != d.rule:
+                continue
+            if not (finding.rule and finding.rule == d.rule) and \
+                    text_similarity(finding.description, d.description) < TEXT_SIMILAR:
+                continue
+            distance = abs((finding.line_start or 0) - (d.line_start or 0))
+            if best is None or distance < best[0]:
+                best = (distance, d.key)
+        if best is None:
+            return False
+        taken.add(best[1])
+        return True
+
+    def _static(self, ctx: RoundContext) -> bool:
+        """Whether the offline checks run this round (so their findings can be re-checked)."""
+        return ctx.settings.static_checks and any(isinstance(d, OfflineDetector)
+                                                  for d in self.detectors)
 
     def _detectors(self, ctx: RoundContext) -> list[Detector]:
         return [d for d in self.detectors
@@ -232,9 +291,11 @@ class Engine:
 
     @staticmethod
     def _ignored(ctx: RoundContext, finding: Finding) -> str | None:
-        if finding.path and any(fnmatch.fnmatch(finding.path, g)
-                                for g in ctx.settings.ignore_paths):
+        if ctx.settings.skipped(finding.path):
             return "ignored_path"
+        if finding.rule and any(finding.rule in r.ignore_rules and r.matches(finding.path)
+                                for r in ctx.settings.paths):
+            return "ignored_rule"
         return None
 
     @staticmethod
@@ -278,12 +339,36 @@ class Engine:
         floor = severity_rank(ctx.settings.min_severity)
         kept = [f for f in result.findings if severity_rank(f.severity) >= floor]
         result.dropped["below_min_severity"] += len(result.findings) - len(kept)
+        kept = _hold_back(ctx, kept, result.held)
         kept.sort(key=lambda f: (-severity_rank(f.severity), -f.confidence, f.path or "",
                                  f.line_start or 0))
         cap = max(ctx.settings.max_comments, 0)
         result.dropped["over_max_comments"] += max(len(kept) - cap, 0)
         result.findings = sorted(kept[:cap], key=lambda f: (f.path or "", f.line_start or 0))
         result.dropped = Counter({k: v for k, v in result.dropped.items() if v})
+
+
+MUTE_BELOW = severity_rank("Major")  # a muted kind's findings at Major or above are posted
+
+
+def _hold_back(ctx: RoundContext, findings: list[Finding],
+               held: list[tuple[Finding, str]]) -> list[Finding]:
+    """The findings to post; the others go to ``held`` with why: a kind people keep
+    dismissing here (``muted``), or, after ``converge``'s round, one below its severity."""
+    settings = ctx.settings
+    converging = settings.converge_after is not None and ctx.round > settings.converge_after
+    floor = severity_rank(settings.converge_severity)
+    out = []
+    for f in findings:
+        # Anyone who can comment on a PR can dismiss a finding, so what people dismiss never
+        # silences a Major or worse one (a contributor must not mute, say, hard-coded secrets).
+        if kind_of(f.rule, f.type) in ctx.muted and severity_rank(f.severity) < MUTE_BELOW:
+            held.append((f, "muted"))
+        elif converging and severity_rank(f.severity) < floor:
+            held.append((f, "converge"))
+        else:
+            out.append(f)
+    return out
 
 
 def _position(f: Finding) -> Position:

@@ -15,4 +15,4 @@ from .runner import RoundRunner
 
 __all__ = ["NewDefect", "RoundInputs", "RoundPlan", "RoundRecord", "RoundRunner", "commit",
            "gather", "handover", "plan", "post_summary", "publish", "read_settings", "runner",
-           "summary_body"]
+           "summary_body", "threads"]

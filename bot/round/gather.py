@@ -12,6 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from tracker import learnings
 from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.models import Defect
@@ -65,7 +66,8 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         round_diff = pr_diff  # the first round: the whole PR is new
     elif previous["head_sha"] == head:
         round_diff = ""  # a review of the same head again: nothing moved
-    tracked = await off_loop(store, store.defects, pr["id"], include_ignored=False)
+    known = await off_loop(store, store.defects, pr["id"])
+    tracked = [d for d in known if not d.ignored]
     upstream_diff = ""
     if previous is not None and previous["head_sha"] != head:
         round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff, tracked)
@@ -78,13 +80,15 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     signals = await off_loop(store, store.signals, pr["id"], previous["number"] if previous else 0)
     discussion = await off_loop(store, _discussion, store, pr["id"], previous)
     next_key = await off_loop(store, store.next_key, pr["id"])
+    muted = await off_loop(store, learnings.muted, store, pr["repo"])
     ctx = RoundContext(
         repo=pr["repo"], number=pr["number"], round=number, head_sha=head,
         base_sha=pull.base_sha, pr_diff=pr_diff, round_diff=round_diff, files=files,
         title=pull.title, body=pull.body, tracked=tracked,
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
-        patches=patches, upstream_diff=upstream_diff,
+        patches=patches, upstream_diff=upstream_diff, muted=muted,
+        ignored=[d for d in known if d.ignored],
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 

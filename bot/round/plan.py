@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tracker.learnings import kind_of
 from tracker.models import Decision, Finding
 
 from ..overview import diffstat
@@ -47,10 +48,13 @@ class RoundRecord:
     threads: dict[str, str] = field(default_factory=dict)  # key -> resolved thread id
     not_inline: list[str] = field(default_factory=list)  # keys the forge refused inline
     vanished: list[str] = field(default_factory=list)  # keys whose thread was deleted
+    summary_id: int | None = None  # the sticky summary comment, and a hash of what it shows:
+    summary_sha: str | None = None  # a person's action re-renders it only when that changes
 
     def to_json(self) -> dict:
         out: dict = {}
-        for name in ("new", "replies", "threads", "not_inline", "vanished"):
+        for name in ("new", "replies", "threads", "not_inline", "vanished", "summary_id",
+                     "summary_sha"):
             value = getattr(self, name)
             if value:
                 out[name] = value
@@ -63,7 +67,9 @@ class RoundRecord:
                    replies={k: int(v) for k, v in (data.get("replies") or {}).items()},
                    threads=dict(data.get("threads") or {}),
                    not_inline=list(data.get("not_inline") or []),
-                   vanished=list(data.get("vanished") or []))
+                   vanished=list(data.get("vanished") or []),
+                   summary_id=int(data["summary_id"]) if data.get("summary_id") else None,
+                   summary_sha=data.get("summary_sha"))
 
 
 @dataclass
@@ -82,6 +88,11 @@ class RoundPlan:
     files: list[list] = field(default_factory=list)
     scope: str = "pr"
     walkthrough: str | None = None  # the model's overview of the PR (first round, LLM only)
+    # new findings held back (not posted, not tracked): {"finding": ..., "why": "muted" or
+    # "converge"}, and for each muted kind that held one back, [dismissed, judged]
+    held: list[dict] = field(default_factory=list)
+    muted: dict[str, list[int]] = field(default_factory=dict)
+    converge: list = field(default_factory=list)  # [after_round, min_severity] when it held any
 
     def decision(self, key: str) -> Decision | None:
         return next((d for d in self.decisions if d.key == key), None)
@@ -98,6 +109,9 @@ class RoundPlan:
             "files": [list(f) for f in self.files],
             "scope": self.scope,
             "walkthrough": self.walkthrough,
+            "held": [dict(h) for h in self.held],
+            "muted": {k: list(v) for k, v in self.muted.items()},
+            "converge": list(self.converge),
         }
 
     @classmethod
@@ -113,7 +127,13 @@ class RoundPlan:
             files=[list(f) for f in data.get("files") or []],
             scope=data.get("scope") or "pr",
             walkthrough=data.get("walkthrough"),
+            held=[dict(h) for h in data.get("held") or []],
+            muted={k: list(v) for k, v in (data.get("muted") or {}).items()},
+            converge=list(data.get("converge") or []),
         )
+
+    def held_findings(self) -> list[tuple[Finding, str]]:
+        return [(Finding(**h["finding"]), h["why"]) for h in self.held]
 
 
 def _decision_json(d: Decision) -> dict:
@@ -143,4 +163,10 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
             ctx.pr_diff if ctx.previous_head is None else ctx.round_diff)],
         scope="pr" if ctx.previous_head is None else "push",
         walkthrough=walkthrough,
+        held=[{"finding": f.to_dict(), "why": why} for f, why in result.held],
+        muted={kind: [ctx.muted[kind].dismissed, ctx.muted[kind].judged]
+               for kind in sorted({kind_of(f.rule, f.type) for f, why in result.held
+                                   if why == "muted"}) if kind in ctx.muted},
+        converge=[ctx.settings.converge_after, ctx.settings.converge_severity]
+        if any(why == "converge" for _f, why in result.held) else [],
     )

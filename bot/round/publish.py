@@ -1,8 +1,9 @@
 """Step three of a round: publish its plan on the forge, idempotently.
 
-One review with the new defects inline, a reply in the thread of every tracked defect whose
-state changed, the bot's own threads resolved when their defect is Resolved, and the sticky
-summary edited in place. Every body carries a hidden marker, so a round that runs again after
+One review with the new defects inline, the bot's own threads resolved when their defect is
+Resolved and any thread unresolved when its defect is back (``bot.round.threads``), a reply in
+the thread of every tracked defect whose state changed, and the sticky summary edited in
+place. Every body carries a hidden marker, so a round that runs again after
 a crash skips what is already there. Publishing reads the ledger (thread roots, the defects'
 states before this round) but never writes it: that is ``commit``'s job, once all is posted.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from tracker import learnings
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
@@ -19,28 +21,41 @@ from .. import render, summary
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
 from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
+from .threads import sync_threads
 
-__all__ = ["post_summary", "publish", "summary_body"]
+__all__ = ["body_sha", "post_summary", "publish", "summary_body"]
 
 log = logging.getLogger(__name__)
 
 
 async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
                   plan: RoundPlan, *, bot_logins: set[str],
-                  settings_error: str | None = None) -> RoundRecord:
-    """Post round ``number``'s plan on the PR; what was posted (ids), for ``commit``."""
+                  settings_error: str | None = None,
+                  comments: list[Comment] | None = None) -> RoundRecord:
+    """Post round ``number``'s plan on the PR; what was posted (ids), for ``commit``.
+    ``comments``: the PR's review comments as this attempt found them (saves a listing)."""
     record = RoundRecord(not_inline=list(plan.posted.not_inline))
-    posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
+    if comments is None:
+        comments = await forge.review_comments(pr["number"])
+    posted = _markers(comments, bot_logins)
     await _post_review(forge, pr, number, head, plan, posted, record)
     posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
     record.new = {key: cid for (kind, key, r), cid in posted.items()
                   if kind == "new" and r == number}
+    await _sync_threads(forge, store, pr, plan, record)
     await _post_replies(forge, store, pr, number, plan, posted, record)
-    await _resolve_threads(forge, store, pr, plan, record)
     body = await off_loop(store, summary_body, store, pr["id"], number, head, plan,
                           settings_error, record)
-    await post_summary(forge, pr["number"], body, bot_logins)
+    record.summary_id = await post_summary(forge, pr["number"], body, bot_logins)
+    record.summary_sha = body_sha(body)
     return record
+
+
+def body_sha(body: str) -> str:
+    """What a summary shows, in a few bytes (to tell whether a re-render changed it)."""
+    import hashlib
+
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
 
 
 async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: RoundPlan,
@@ -94,36 +109,38 @@ async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan
         record.replies[decision.key] = reply_id
 
 
-async def _resolve_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
-                           record: RoundRecord) -> None:
-    keys = {d.key for d in plan.decisions if d.state is State.RESOLVED}
-    defects = [d for d in await off_loop(store, store.defects, pr["id"]) if d.key in keys
-               and d.origin.value == "bot" and d.state is not State.RESOLVED]
-    if not defects:
-        return
-    by_comment = {}
-    for thread in await forge.review_threads(pr["number"]):
-        for cid in thread.comment_ids:
-            by_comment[cid] = thread
-    for defect in defects:
-        root = await off_loop(store, store.thread_root, pr["id"], defect.key)
-        thread = by_comment.get(root["id"]) if root else None
-        if thread is None:
-            continue
-        if not thread.resolved:
-            await forge.resolve_thread(thread.id)
-        record.threads[defect.key] = thread.id
+async def _sync_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
+                        record: RoundRecord) -> None:
+    """Resolve the bot's threads of defects this round resolves; unresolve the threads of
+    defects that are back (so "D1 is back" is not posted into a folded thread)."""
+    decided = {d.key: d.state for d in plan.decisions}
+    wanted = {}
+    for defect in await off_loop(store, store.defects, pr["id"]):
+        state = decided.get(defect.key)
+        if state is State.RESOLVED and defect.origin.value == "bot" and \
+                defect.state is not State.RESOLVED:
+            wanted[defect.key] = True
+        elif state is State.REOPENED and defect.state is State.RESOLVED:
+            wanted[defect.key] = False
+    record.threads.update(await sync_threads(forge, store, pr, wanted))
 
 
 def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundPlan | None,
                  settings_error: str | None = None, record: RoundRecord | None = None) -> str:
-    """The sticky summary: every defect with this round's plan laid over the ledger."""
+    """The sticky summary: every defect with this round's plan laid over the ledger. With no
+    plan (a person changed the ledger after the round), the ledger alone, with the round's
+    saved plan for what only the plan knows (notes, what was held back or not posted)."""
     rows, changes = summary.gather(store, pr_id, number, plan)
+    shown = plan
+    if plan is None:
+        saved = store.plan(pr_id, number)
+        shown = RoundPlan.from_json(saved) if saved else None
+        record = record or (shown.posted if shown else None)
     notes = []
     if record and record.not_inline:
         notes.append("GitHub would not take these as inline comments: "
                      + ", ".join(record.not_inline) + ".")
-    for note in summary.notes_to_show(store, pr_id, number, plan.notes if plan else [], rows):
+    for note in summary.notes_to_show(store, pr_id, number, shown.notes if shown else [], rows):
         notes.append(f"ℹ️ **Note:** {note} (Set `require_tests: true` in "
                      "`.github/roundwise.yml` to track this as a defect.)")
     if record and record.vanished:
@@ -132,20 +149,47 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
     pr = store.pull_request_by_id(pr_id)
+    held, notices = _held(store, pr_id, number, shown)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],
                           round_number=number, head=head, notes=notes,
                           marker=render.SUMMARY_MARKER, commands=render.COMMANDS,
-                          overview=summary.overview(store, pr_id, number, plan, rows))
+                          overview=summary.overview(store, pr_id, number, plan, rows),
+                          held=held, notices=notices)
 
 
-async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> None:
-    """Edit the PR's sticky summary comment in place, or create it the first time."""
+def _held(store: Ledger, pr_id: int, number: int, plan: RoundPlan | None
+          ) -> tuple[list[summary.Held], list[str]]:
+    """The round's held-back findings and, per muted kind among them, its notice (the kinds
+    unmuted since are no longer announced)."""
+    if plan is None or not plan.held:
+        return [], []
+    pr = store.pull_request_by_id(pr_id)
+    still = learnings.muted(store, pr["repo"])
+    after, floor = (plan.converge + [None, None])[:2]
+    held = []
+    for finding, why in plan.held_findings():
+        kind = learnings.kind_of(finding.rule, finding.type)
+        reason = (f"below {floor} after round {after} (`converge`)" if why == "converge"
+                  else f"`{kind}` muted here" + ("" if kind in still else " (unmuted since)"))
+        held.append(summary.Held(finding.severity, finding.type, finding.description,
+                                 finding.path, finding.line_start, finding.line_end, reason))
+    repo = learnings.learning_repo(pr["repo"])
+    notices = [learnings.Learning(repo, kind, *counts).notice()
+               for kind, counts in sorted(plan.muted.items()) if kind in still]
+    if after is not None:
+        notices.append(f"🧭 Converging: after round {after}, new findings below {floor} are "
+                       "held back (`converge` in `.github/roundwise.yml`).")
+    return held, notices
+
+
+async def post_summary(forge: Forge, number: int, body: str, bot_logins: set[str]) -> int:
+    """Edit the PR's sticky summary comment in place, or create it the first time; its id."""
     for comment in await forge.issue_comments(number):
         if comment.author in bot_logins and render.SUMMARY_MARKER in comment.body:
             if comment.body != body:
                 await forge.edit_issue_comment(comment.id, body)
-            return
-    await forge.create_issue_comment(number, body)
+            return comment.id
+    return await forge.create_issue_comment(number, body)
 
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tracker import learnings, verdicts
+from tracker.intake import take_reaction
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
 from .. import checks, metrics
-from ..forge import Forge
+from ..forge import Comment, Forge
 from ..jobs import Job
 from ..review.engine import Engine
 from ..store.offload import off_loop
@@ -70,6 +72,7 @@ class RoundRunner:
                            force=bool(job.payload.get("force")))
             if rnd["status"] == "complete":
                 return f"skipped: {pull.head_sha[:7]} was already reviewed in round {rnd['number']}"
+            comments = await self._reactions(forge, pr)
             number = rnd["number"]
             await checks.start(forge, self.ledger, pr["id"], number, pull.head_sha)
             try:
@@ -84,7 +87,8 @@ class RoundRunner:
                 else:
                     the_plan = RoundPlan.from_json(saved)
                 record = await publish(forge, self.ledger, pr, number, pull.head_sha, the_plan,
-                                       bot_logins=self.bot_logins, settings_error=settings_error)
+                                       bot_logins=self.bot_logins, settings_error=settings_error,
+                                       comments=comments)
                 the_plan.posted = record
                 await db(ledger.save_plan, pr["id"], number, the_plan.to_json())
                 await db(commit, ledger, pr["id"], number, the_plan, record,
@@ -102,6 +106,22 @@ class RoundRunner:
                                      settings.fail_on, self.bot_logins)
             metrics.ROUND_SECONDS.observe(self.clock() - started)
             return f"round {number} complete: {len(the_plan.new)} new"
+
+    async def _reactions(self, forge: Forge, pr: dict) -> list[Comment]:
+        """👎 on the bot's inline comments since the last round, as people's dismissals; when
+        there are new ones, the repository's learnings are recounted before this round. The
+        review comments read (``publish`` starts from them)."""
+        taken = 0
+        comments = await forge.review_comments(pr["number"])
+        for comment in comments:
+            if comment.thumbs_down and comment.author in self.bot_logins:
+                outcome = await self._db(take_reaction, self.ledger, pr["id"], comment.id,
+                                         comment.thumbs_down)
+                taken += outcome.action == "updated"
+        if taken:
+            await self._db(verdicts.refresh, self.ledger, pr["id"], self.bot_logins)
+            await self._db(learnings.refresh, self.ledger, pr["repo"])
+        return comments
 
     async def _db(self, fn, /, *args, **kwargs):
         """A ledger call, off the event loop when the ledger is a network database."""

@@ -27,7 +27,7 @@ from .queue import (
 __all__ = ["DB_ERRORS", "Delivery", "Installation", "Job", "LedgerStore", "QueueStore",
            "is_postgres", "ledger_postgres", "ledger_schema", "off_loop", "offload",
            "open_ledger_store", "open_queue_store", "postgres", "queue", "split_schema",
-           "sqlite", "sqlite_path"]
+           "sqlite", "sqlite_path", "target"]
 
 
 def open_ledger_store(target: str, *, schema: str | None = None) -> LedgerStore:

@@ -28,7 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions, state_before
-from tracker.ledger import LedgerError, now
+from tracker.ledger import TALLY, LedgerError, like_prefix, now
 from tracker.ledger_base import LedgerBase
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
@@ -490,6 +490,28 @@ class PostgresLedgerStore(LedgerBase):
             "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
             " group by p.repo, v.kind, v.transition, v.verdict "
             "order by p.repo, v.kind, v.transition", args)
+
+    # -- learnings (tracker.learnings) --------------------------------------------------------
+
+    def finding_tally(self, repo: str) -> list[dict]:
+        """Per kind of bot finding in ``repo`` (and ``repo:BRANCH``): judged and dismissed
+        findings raised since the kind was last unmuted."""
+        return [{**r, "dismissed": int(r["dismissed"]), "judged": int(r["judged"])}
+                for r in self._all(TALLY, [repo, repo, like_prefix(repo)])]
+
+    def learnings(self, repo: str | None = None) -> list[dict]:
+        where, args = (" where repo = %s", [repo]) if repo else ("", [])
+        return self._all(f"select * from learnings{where} order by repo, kind", args)
+
+    def save_learning(self, repo: str, kind: str, **fields) -> None:
+        """Create or update the learning row of ``kind`` in ``repo``."""
+        fields = {**fields, "updated_at": now()}
+        columns = [sql.Identifier(c) for c in fields]
+        self._run(sql.SQL("insert into learnings (repo, kind, {}) values (%s, %s, {}) "
+                          "on conflict (repo, kind) do update set {}").format(
+            sql.SQL(", ").join(columns), sql.SQL(", ").join([sql.Placeholder()] * len(fields)),
+            sql.SQL(", ").join(sql.SQL("{} = excluded.{}").format(c, c) for c in columns)),
+            [repo, kind, *fields.values()])
 
     # -- health ------------------------------------------------------------------------------
 

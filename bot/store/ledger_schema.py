@@ -135,4 +135,19 @@ LEDGER_MIGRATIONS: list[tuple[str, str]] = [
         create index verdicts_pr on verdicts (pr_id);
         create table heartbeat (id integer primary key, at text);
     """),
+    ("ledger_002_learnings", """
+        create table learnings (
+            id bigserial primary key,
+            repo text not null,
+            kind text not null,
+            dismissed integer not null default 0,
+            judged integer not null default 0,
+            muted integer not null default 0,
+            muted_at text,
+            unmuted_at text,
+            unmuted_by text,
+            updated_at text,
+            unique (repo, kind)
+        );
+    """),
 ]

@@ -43,7 +43,7 @@ __all__ = [
     "Completion", "FileDiff", "Hunk", "JsonAnswer", "LLMClient", "LLMConfig", "LLMDetector",
     "LLMError", "LLMVerifier", "LLMWalkthrough", "OutputError", "annotate_diff", "authored_changes",
     "build_llm_engine", "client", "detect", "diffs", "escape_data", "file_priority",
-    "finding_from_item", "parse", "parse_findings", "parse_verdicts", "prompt_text", "prompts",
+    "finding_from_item", "fixes", "parse", "parse_findings", "parse_verdicts", "prompt_text", "prompts",
     "verify", "walkthrough",
 ]
 

@@ -5,7 +5,6 @@ budget, with the ledger's tracked defects listed so they are not raised again.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,9 +13,11 @@ from tracker.anchors import Anchor, DiffError, DiffMap
 from tracker.models import Defect
 
 from ..engine import Detection, RoundContext
+from ..paths import PathRule, instructions_for
 from ..prompt_context import ContextProvider
 from .client import LLMClient
 from .diffs import FileDiff, annotated, file_priority
+from .fixes import checked_fix
 from .parse import parse_findings
 from .prompts import (
     MAX_BODY_CHARS,
@@ -81,7 +82,10 @@ class LLMDetector:
                 if finding.confidence < floor:
                     detection.dropped["low_confidence"] += 1
                 else:
-                    detection.findings.append(finding)
+                    checked = checked_fix(finding, ctx.files)
+                    if checked.fix is None and finding.fix is not None:
+                        detection.dropped["fix_not_on_quoted_lines"] += 1  # kept, as text
+                    detection.findings.append(checked)
         return detection
 
     def plan(self, ctx: RoundContext) -> DetectPlan:
@@ -99,20 +103,27 @@ class LLMDetector:
         if left_out:  # no room kept for context when the diff needs all of it
             batches, left_out = _pack(pieces, room, max(self.client.config.max_calls, 1))
         plan = DetectPlan([])
+        rules = ctx.settings.paths
         for batch in batches:
-            messages = self._messages(header, batch)
+            messages = self._messages(header, batch, rules)
             while len(batch) > 1 and \
                     self.client.count_tokens(messages) > self.client.config.max_prompt_tokens:
                 left_out.append(batch.pop())
-                messages = self._messages(header, batch)
+                messages = self._messages(header, batch, rules)
             plan.calls.append(self.context.extend(messages, ctx, [p.path for p in batch],
                                                   self.client))
         if left_out:
             plan.dropped["over_budget_files"] = len({p.path for p in left_out})
         return plan
 
-    def _messages(self, header: str, pieces: list[Piece]) -> list[dict]:
+    def _messages(self, header: str, pieces: list[Piece],
+                  rules: list[PathRule] = ()) -> list[dict]:
         diff = "\n".join(p.text for p in pieces) or "(no changed files in this part)"
+        told = instructions_for(rules, [p.path for p in pieces])
+        if told:  # the repository's own instructions for these files (its default branch)
+            diff += "\n\n" + "\n".join(
+                data_block("path_instructions", escape_data(text), glob=glob)
+                for glob, text in told)
         return [{"role": "system", "content": self.system},
                 {"role": "user", "content": f"{header}\n\n{diff}\n\nReview the <round_diff> "
                  "blocks above and answer with the JSON object only."}]
@@ -135,10 +146,9 @@ class LLMDetector:
 
     def pieces(self, ctx: RoundContext, room: int) -> list[Piece]:
         """This round's diff as prompt pieces, highest priority first, each within ``room``."""
-        ignore = ctx.settings.ignore_paths
         out: list[Piece] = []
         for fd in sorted(authored_changes(ctx), key=file_priority):
-            if any(fnmatch.fnmatch(fd.path, g) for g in ignore):
+            if ctx.settings.skipped(fd.path):  # ignore_paths, and paths entries with skip
                 continue
             out.extend(self._split(fd, room))
         return out

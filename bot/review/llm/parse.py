@@ -128,6 +128,7 @@ def finding_from_item(item: Any) -> Finding:
             severity=normalise_severity(item.get("severity")),
             confidence=_confidence(item.get("confidence", 0.5)), rule=None, origin="bot",
             fix=fix.rstrip("\n") if fix is not None else None,
+            quote=quote[:4000] if isinstance(quote := item.get("code"), str) else None,
         )
     except ValueError as exc:
         raise ItemError(str(exc)) from None

@@ -56,6 +56,7 @@ __all__ = [
     "lex",
     "lexer",
     "notes",
+    "recheck",
     "review_offline",
     "ruff",
     "rules",

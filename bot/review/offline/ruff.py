@@ -210,8 +210,11 @@ def find_ruff() -> str | None:
     return shutil.which("ruff")
 
 
-def _ruff_hits(ruff: str, targets: list[ChangedFile]) -> Iterator[tuple[ChangedFile, dict]]:
-    """Run ruff once on the head text of the given Python files; yield (file, diagnostic)."""
+def _ruff_hits(ruff: str, targets: list[ChangedFile], ran: list | None = None
+               ) -> Iterator[tuple[ChangedFile, dict]]:
+    """Run ruff once on the head text of the given Python files; yield (file, diagnostic).
+    ``ran`` (when given) gets ``True`` appended once ruff's answer was read: yielding nothing
+    then means ruff found nothing, not that it failed."""
     with tempfile.TemporaryDirectory(prefix="roundwise-ruff-") as tmp:
         root = os.path.realpath(tmp)
         by_file: dict[str, ChangedFile] = {}
@@ -248,6 +251,8 @@ def _ruff_hits(ruff: str, targets: list[ChangedFile]) -> Iterator[tuple[ChangedF
             log.warning("offline review: ruff gave no JSON (rc=%s): %s", proc.returncode,
                         (proc.stderr or "")[:300])
             return
+        if ran is not None and isinstance(diagnostics, list):
+            ran.append(True)
         for d in diagnostics if isinstance(diagnostics, list) else []:
             cf = by_file.get(os.path.realpath(str(d.get("filename", ""))))
             if cf is not None:
@@ -255,7 +260,7 @@ def _ruff_hits(ruff: str, targets: list[ChangedFile]) -> Iterator[tuple[ChangedF
 
 
 def _ruff_findings(
-    ruff: str, files: list[ChangedFile]
+    ruff: str, files: list[ChangedFile], ran: list | None = None
 ) -> Iterator[tuple[ChangedFile, Hit, str, RuffRule, str]]:
     """Ruff's diagnostics on added lines of changed Python files, with the rule that maps them."""
     targets = [cf for cf in files if cf.language == PYTHON and cf.text is not None
@@ -263,7 +268,7 @@ def _ruff_findings(
     if not targets:
         return
     diagnostics: dict[str, list[tuple[ChangedFile, dict]]] = {}
-    for cf, d in _ruff_hits(ruff, targets):
+    for cf, d in _ruff_hits(ruff, targets, ran):
         diagnostics.setdefault(cf.path, []).append((cf, d))
     for items in diagnostics.values():
         # A file that fails to parse on lines this PR did not add is not valid Python 3 to
