@@ -1,7 +1,7 @@
 """Offline replay of multi-round review tasks (``mcr-task/1``) and their MCR-Bench scoring."""
 
 __all__ = ["aacr", "bench_ack", "bench_ledger", "bench_prompt_tokens", "bench_queue",
-           "bench_replay", "chaos", "cli", "context", "conversation", "diffs", "examples",
+           "bench_replay", "bigdiff", "chaos", "cli", "context", "conversation", "diffs", "examples",
            "export", "export_cli", "fake_github", "judge", "label_agreement", "load_cluster",
            "load_webhooks", "metrics", "mine", "payloads", "posted", "progress", "provenance",
            "queue_drain", "queue_fill", "replay", "report", "run", "scoring", "scripted_llm",

@@ -8,8 +8,14 @@ PR's defects and each one's last state) and the same writes (batched updates and
 one transaction) in plain SQL. The two databases are compared after the last round. Prints the
 median milliseconds per round and the ratios write/reference and (decide + write)/reference.
 
+Then the big-diff cases (``bench.bigdiff``): a push of 20,000 changed lines in many hunks or in
+one giant hunk, under 1,000 and 10,000 defects, its anchor mapping and its whole decide against
+a reference that maps every anchor by bisect from the same parsed diff.
+
     python -m bench.bench_ledger [--rounds 7] [--sizes 10,100,1000,10000]
                                  [--db sqlite | --db postgresql://127.0.0.1:5432/test]
+                                 [--big-sizes 1000,10000] [--shapes hunks,giant]
+                                 [--big-rounds 3] [--changed 20000]
 
 The PostgreSQL ledger comes from ``bot.store.open_ledger_store``; its reference runs with
 psycopg 3 in a fresh schema that is dropped afterwards.
@@ -27,6 +33,7 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
+from bench import bigdiff
 from bench.diffs import git_diff
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round
@@ -275,8 +282,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help="comma-separated defect counts (10000 takes about 20 s)")
     parser.add_argument("--db", default="sqlite", help="sqlite, or a postgresql:// URL")
+    parser.add_argument("--big-sizes", default=",".join(map(str, bigdiff.SIZES)),
+                        help="defect counts of the big-diff cases (empty: none)")
+    parser.add_argument("--shapes", default=",".join(bigdiff.SHAPES),
+                        help="big-diff shapes: hunks (20 files, ~2,000 hunks), giant (one hunk)")
+    parser.add_argument("--big-rounds", type=int, default=bigdiff.ROUNDS)
+    parser.add_argument("--changed", type=int, default=bigdiff.CHANGED,
+                        help="changed lines per round of the big diffs")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    big = [int(s) for s in args.big_sizes.split(",") if s.strip()]
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    if sizes:
+        ledger_table(args, sizes)
+    if big and shapes:
+        bigdiff.print_cases(shapes, big, args.big_rounds, args.changed)
+
+
+def ledger_table(args, sizes: list[int]) -> None:
     with ExitStack() as stack:
         backend = (SqliteBackend(stack) if args.db == "sqlite"
                    else PostgresBackend(stack, args.db))
