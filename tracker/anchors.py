@@ -61,6 +61,17 @@ class Anchor:
             raise ValueError(f"bad anchor range {self.start}-{self.end} in {self.path}")
 
 
+def _anchor(path: str, start: int, end: int, side: str) -> Anchor:
+    """``Anchor(path, start, end, side)`` for a range worked out while mapping: the same
+    check, without a frozen dataclass's ``__init__`` (a quarter of the time, for every anchor
+    of every round)."""
+    if start < 1 or end < start:
+        raise ValueError(f"bad anchor range {start}-{end} in {path}")
+    anchor = object.__new__(Anchor)
+    anchor.__dict__.update(path=path, start=start, end=end, side=side)
+    return anchor
+
+
 @dataclass
 class Mapped:
     """What became of one anchor in a new round."""
@@ -184,7 +195,7 @@ class FileMap:
             lines = self._hunks[i][2]
             # Only lines whose old position is within NEARBY_LINES of the range can count;
             # positions never decrease along a hunk, so they are one slice of it.
-            at, after_removed = self._hunk_positions(i)
+            at, after_removed = self._positions.get(i) or self._hunk_positions(i)
             for k in range(bisect.bisect_left(at, lo - NEARBY_LINES),
                            bisect.bisect_right(at, hi + NEARBY_LINES)):
                 ln, last_source = lines[k], at[k]
@@ -200,15 +211,20 @@ class FileMap:
                     added_at.append(ln.target_line_no)
                 elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                     nearby = True
-        kept = self._kept_ends(lo, hi)
+        first = self.map_line(lo)
+        last = first if hi == lo else self.map_line(hi)
+        if first is None or last is None:  # an end was removed: look for the survivors
+            kept = self._kept_ends(lo, hi)
+        else:
+            kept = [first] if last == first else [first, last]
         if not removed and not added:
-            new = Anchor(self.new_path, kept[0], kept[-1], anchor.side)
-            return Mapped(Status.UNTOUCHED, new, nearby_change=nearby, renamed_from=rename)
+            new = _anchor(self.new_path, kept[0], kept[-1], anchor.side)
+            return Mapped(Status.UNTOUCHED, new, removed, added, nearby, rename)  # both empty
         if kept or added_at:
             span = kept + added_at
-            new = Anchor(self.new_path, min(span), max(span), anchor.side)
+            new = _anchor(self.new_path, min(span), max(span), anchor.side)
         else:
-            new = Anchor(self.new_path, *self._gap_after(lo))
+            new = _anchor(self.new_path, *self._gap_after(lo), "RIGHT")  # as before: not the side
         status = Status.DELETED if not kept and not added else Status.MODIFIED
         return Mapped(status, new, removed, added, nearby, rename)
 
