@@ -13,7 +13,7 @@ def test_the_ledger_bench_runs_and_agrees_with_its_reference(capsys):
     bench_ledger.main(["--sizes", "10", "--rounds", "2", "--big-sizes", ""])
     out = capsys.readouterr().out
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["10"])
-    assert len(row) == 7 and row[4].endswith("x") and row[5].endswith("x")
+    assert len(row) == 10 and row[4].endswith("x") and row[5].endswith("x") and row[8].endswith("x")
 
 
 def test_the_bench_runs_on_the_postgresql_ledger_and_agrees_with_its_reference(capsys):
@@ -28,7 +28,7 @@ def test_the_bench_runs_on_the_postgresql_ledger_and_agrees_with_its_reference(c
     out = capsys.readouterr().out
     assert "backend: postgresql" in out
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["10"])
-    assert len(row) == 7 and row[4].endswith("x")
+    assert len(row) == 10 and row[4].endswith("x") and row[9].endswith("x")
 
 
 def test_the_big_diff_cases_run_and_check_every_anchor_against_the_reference(capsys):
