@@ -1,8 +1,8 @@
 """Offline replay of multi-round review tasks (``mcr-task/1``) and their MCR-Bench scoring."""
 
 __all__ = ["aacr", "bench_ack", "bench_convergence", "bench_ledger", "bench_prompt_tokens",
-           "bench_queue", "bench_replay", "chaos", "cli", "context", "conversation", "diffs",
-           "examples", "export", "export_cli", "fake_github", "judge", "label_agreement",
+           "bench_queue", "bench_replay", "bigdiff", "chaos", "cli", "context", "conversation",
+           "diffs", "examples", "export", "export_cli", "fake_github", "judge", "label_agreement",
            "learning_threshold", "load_cluster", "load_webhooks", "metrics", "mine", "payloads",
            "posted", "progress", "provenance", "queue_drain", "queue_fill", "replay", "report",
            "run", "scoring", "scripted_llm", "stateless", "tasks", "tracking", "tune_tracking"]

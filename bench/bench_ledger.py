@@ -5,11 +5,20 @@ and adds lines at the top of each file, so anchors move and some defects resolve
 times decide (read the defects and signals, map every anchor, decide) and write (``record_round``,
 one transaction), then hands the same decisions to a reference that does the same reads (the
 PR's defects and each one's last state) and the same writes (batched updates and history rows,
-one transaction) in plain SQL. The two databases are compared after the last round. Prints the
-median milliseconds per round and the ratios write/reference and (decide + write)/reference.
+one transaction) in plain SQL, set-based on PostgreSQL (``update ... from unnest(...)``,
+``insert ... select * from unnest(...)``). The two databases are compared after the last round.
+Prints the median milliseconds per round, the ratios write/reference and
+(decide + write)/reference, and the write and the reference as multiples of one durable commit
+measured in the same run (the floor of any write on that disk).
+
+Then the big-diff cases (``bench.bigdiff``): a push of 20,000 changed lines in many hunks or in
+one giant hunk, under 1,000 and 10,000 defects, its anchor mapping and its whole decide against
+a reference that maps every anchor by bisect from the same parsed diff.
 
     python -m bench.bench_ledger [--rounds 7] [--sizes 10,100,1000,10000]
                                  [--db sqlite | --db postgresql://127.0.0.1:5432/test]
+                                 [--big-sizes 1000,10000] [--shapes hunks,giant]
+                                 [--big-rounds 3] [--changed 20000]
 
 The PostgreSQL ledger comes from ``bot.store.open_ledger_store``; its reference runs with
 psycopg 3 in a fresh schema that is dropped afterwards.
@@ -27,6 +36,7 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
+from bench import bigdiff
 from bench.diffs import git_diff
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round
@@ -70,6 +80,10 @@ def make_files(defects: int, round_number: int) -> dict[str, str]:
 
 
 # -- the reference: the same reads and writes in plain SQL -------------------------------------
+
+
+REFERENCES = {"sqlite": "executemany, one transaction",
+              "postgresql": "set-based (unnest), one transaction"}
 
 
 class Reference:
@@ -123,16 +137,30 @@ class Reference:
             evidence = d.evidence + (" | signals: " + "; ".join(d.signals) if d.signals else "")
             history.append((row[0], round_number, d.state.value, d.rule, evidence,
                             d.decided_by.value, stamp))
+        # each defect once, with its final values (a round may decide one twice)
+        updates = list({r[0]: (r[2], r[3], stamp, r[5], r[6], r[7], r[8], r[9], r[10], r[11],
+                               r[0]) for r in (rows[d.key] for d in decisions)}.values())
+        self.write(cur, updates, history)
+        self.conn.commit()
+
+    def write(self, cur, updates: list[tuple], history: list[tuple]) -> None:
+        """The round's writes: a batched update of the defects, a batched insert of history."""
         cur.executemany(self.sql(
             "update defects set state = ?, state_round = ?, updated_at = ?, path = ?, "
             "line_start = ?, line_end = ?, anchor_sha = ?, code = ?, fingerprint = ?, "
-            "resolved_code = ? where id = ?"),
-            [(r[2], r[3], stamp, r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[0])
-             for r in (rows[d.key] for d in decisions)])
+            "resolved_code = ? where id = ?"), updates)
         cur.executemany(self.sql(
             "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
             "at) values (?, ?, ?, ?, ?, ?, ?)"), history)
+
+    def commit_floor(self) -> float:
+        """Milliseconds of one durable commit on this connection: one row updated in a
+        transaction of its own (what any write that commits costs at least)."""
+        started = time.perf_counter()
+        self.conn.cursor().execute(self.sql("update defects set updated_at = updated_at "
+                                            "where id = (select min(id) from defects)"))
         self.conn.commit()
+        return (time.perf_counter() - started) * 1000
 
     def snapshot(self, pr_id: int) -> tuple[list[tuple], dict[str, dict[int, str]]]:
         """The PR's defects (``COMPARED`` columns) and ``{key: {round: last state}}``."""
@@ -146,6 +174,30 @@ class Reference:
         for key, number, state in cur.fetchall():
             states.setdefault(key, {})[number] = state
         return rows, states
+
+
+class SetBasedReference(Reference):
+    """The PostgreSQL reference: each write one set-based statement, whatever the round's
+    size (``update ... from unnest(...)``, ``insert ... select * from unnest(...)``)."""
+
+    param = "%s"
+
+    def write(self, cur, updates: list[tuple], history: list[tuple]) -> None:
+        columns = [list(c) for c in zip(*updates, strict=True)]
+        cur.execute(
+            "update defects d set state = u.state, state_round = u.state_round, "
+            "updated_at = u.updated_at, path = u.path, line_start = u.line_start, "
+            "line_end = u.line_end, anchor_sha = u.anchor_sha, code = u.code, "
+            "fingerprint = u.fingerprint, resolved_code = u.resolved_code from unnest("
+            "%s::text[], %s::int[], %s::text[], %s::text[], %s::int[], %s::int[], %s::text[], "
+            "%s::text[], %s::text[], %s::text[], %s::bigint[]) as u(state, state_round, "
+            "updated_at, path, line_start, line_end, anchor_sha, code, fingerprint, "
+            "resolved_code, id) where d.id = u.id", columns)
+        cur.execute(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) select * from unnest(%s::bigint[], %s::int[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::text[])",
+            [list(c) for c in zip(*history, strict=True)])
 
 
 class SqliteBackend:
@@ -209,9 +261,7 @@ class PostgresBackend:
         stack.callback(conn.close)
         conn.execute(REFERENCE_DDL.format(id="id bigserial primary key"))
         conn.commit()
-        ref = Reference(conn)
-        ref.param = "%s"
-        return ref
+        return SetBasedReference(conn)
 
 
 # -- one size --------------------------------------------------------------------------------
@@ -231,8 +281,9 @@ def seed(ledger, defects: int, files: dict[str, str]) -> int:
 
 
 def run(backend, defects: int, rounds: int) -> dict[str, list[float]]:
-    """Milliseconds per round: ``decide``, ``write`` and ``reference``."""
-    times: dict[str, list[float]] = {"decide": [], "write": [], "reference": []}
+    """Milliseconds per round: ``decide``, ``write``, ``reference`` and ``commit`` (one
+    durable commit on the reference's connection, the floor of any write)."""
+    times: dict[str, list[float]] = {"decide": [], "write": [], "reference": [], "commit": []}
     with ExitStack() as stack:
         ledger = backend.ledger(defects)
         stack.callback(ledger.close)
@@ -252,6 +303,7 @@ def run(backend, defects: int, rounds: int) -> dict[str, list[float]]:
             written = time.perf_counter()
             ref.write_round(pr, r + 1, decisions)
             times["reference"].append((time.perf_counter() - written) * 1000)
+            times["commit"].append(ref.commit_floor())
             times["decide"].append((decided - start) * 1000)
             times["write"].append((written - decided) * 1000)
             ledger.finish_round(pr, r + 1)
@@ -275,20 +327,40 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help="comma-separated defect counts (10000 takes about 20 s)")
     parser.add_argument("--db", default="sqlite", help="sqlite, or a postgresql:// URL")
+    parser.add_argument("--big-sizes", default=",".join(map(str, bigdiff.SIZES)),
+                        help="defect counts of the big-diff cases (empty: none)")
+    parser.add_argument("--shapes", default=",".join(bigdiff.SHAPES),
+                        help="big-diff shapes: hunks (20 files, ~2,000 hunks), giant (one hunk)")
+    parser.add_argument("--big-rounds", type=int, default=bigdiff.ROUNDS)
+    parser.add_argument("--changed", type=int, default=bigdiff.CHANGED,
+                        help="changed lines per round of the big diffs")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    big = [int(s) for s in args.big_sizes.split(",") if s.strip()]
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    if sizes:
+        ledger_table(args, sizes)
+    if big and shapes:
+        bigdiff.print_cases(shapes, big, args.big_rounds, args.changed)
+
+
+def ledger_table(args, sizes: list[int]) -> None:
     with ExitStack() as stack:
         backend = (SqliteBackend(stack) if args.db == "sqlite"
                    else PostgresBackend(stack, args.db))
-        print(f"backend: {backend.name}; median ms per round over {args.rounds} rounds")
+        print(f"backend: {backend.name}; median ms per round over {args.rounds} rounds; "
+              f"reference: {REFERENCES[backend.name]}; commit: one durable commit (one row, "
+              "its own transaction), measured each round")
         print(f"{'defects':>8} {'decide':>9} {'write':>9} {'reference':>10} "
-              f"{'write/ref':>10} {'round/ref':>10} {'ms/defect':>10}")
+              f"{'write/ref':>10} {'round/ref':>10} {'ms/defect':>10} {'commit':>8} "
+              f"{'write/commit':>13} {'ref/commit':>11}")
         for n in sizes:
             t = {k: statistics.median(v) for k, v in run(backend, n, args.rounds).items()}
             whole = t["decide"] + t["write"]
             print(f"{n:>8} {t['decide']:>9.1f} {t['write']:>9.1f} {t['reference']:>10.1f} "
-                  f"{t['write'] / t['reference']:>9.1f}x {whole / t['reference']:>9.1f}x "
-                  f"{whole / n:>10.3f}", flush=True)
+                  f"{t['write'] / t['reference']:>9.2f}x {whole / t['reference']:>9.1f}x "
+                  f"{whole / n:>10.3f} {t['commit']:>8.2f} {t['write'] / t['commit']:>12.1f}x "
+                  f"{t['reference'] / t['commit']:>10.1f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ only sleeps ``work`` seconds. With ``rate`` above the workers' capacity (``worke
 backlog grows the whole time. Once a second the depth and the finished count are sampled; the
 drain rate per depth bucket is the jobs finished while the depth was in that bucket over the
 time it spent there (``prefill`` starts it deep). A queue whose claim slows with depth shows it as a falling rate.
+The steady drain (from the first backlog on) is also given as a share of capacity, and what
+each job costs its worker beyond the work as a number of durable commits, one commit being
+measured on the same store before and after the drain (a worker finishing a job and claiming
+the next in one commit costs about one).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import statistics
 import tempfile
 import time
 from itertools import pairwise
@@ -73,26 +78,58 @@ def buckets(samples: list[tuple[float, int, int]], width: int) -> list[dict]:
     return [dict(b, rate=b["finished"] / b["seconds"]) for _, b in sorted(out.items())]
 
 
+def commit_floor(bench, job_id: int, samples: int = 30) -> float:
+    """Median milliseconds of one durable commit on the bench's store (job ``job_id``'s row
+    updated in a transaction of its own, through the store's connection path): the least a
+    job's claim or finish can cost."""
+    from .bench_queue import _touch
+
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        _touch(bench, job_id)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: float,
               rate: float, prefill: int = 0) -> dict:
     """The drain on a fresh store; ``prefill`` queued jobs (``bench.queue_fill``) first, to
-    start deep."""
+    start deep. The durable-commit floor is measured on the same store just before and just
+    after the drain."""
     with tempfile.TemporaryDirectory() as folder:
         bench = open_store(engine, Path(folder), pg_url)
         try:
             if prefill:
                 fill(bench, prefill, history=0)
+            # one finished job: the row the commit floor rewrites (a write that changes no
+            # row commits without flushing anything)
+            done = bench.store.enqueue("comment", repo="drain/floor", number=0,
+                                       installation_id=7, payload={}, delivery_id=None,
+                                       head_sha=None)
+            bench.store.finish(done, "done", None)
+            floors = [commit_floor(bench, done)]
             queue = JobQueue(store=bench.store)
             logging.getLogger("bot.jobs").setLevel(logging.ERROR)  # "re-queued N job(s)"
             samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate))
+            floors.append(commit_floor(bench, done))
         finally:
             close_store(bench)
     elapsed = samples[-1][0]
     depths = [depth for _, depth, _ in samples]
     width = max(100, ((max(depths) - min(depths)) // 6 + 99) // 100 * 100)
+    # the steady drain: from the first sample with a backlog to the end
+    start = next((i for i, (_, depth, _) in enumerate(samples) if depth > workers), 0)
+    t0, _, done0 = samples[start]
+    steady = (samples[-1][2] - done0) / max(samples[-1][0] - t0, 1e-9)
+    floor = statistics.median(floors)
+    per_job = workers / steady * 1000 if steady else float("inf")  # ms a worker spends per job
     return {"engine": engine, "workers": workers, "work": work, "rate": rate,
             "sent": sent, "elapsed": elapsed, "finished": samples[-1][2],
-            "capacity": workers / work, "buckets": buckets(samples, width), "width": width}
+            "capacity": workers / work, "buckets": buckets(samples, width), "width": width,
+            "steady": steady, "commit_ms": floor, "floors": floors,
+            "overhead_ms": per_job - work * 1000,
+            "overhead_commits": (per_job - work * 1000) / floor}
 
 
 def print_drain(r: dict) -> None:
@@ -105,3 +142,7 @@ def print_drain(r: dict) -> None:
         span = f"{b['low']:,}-{b['low'] + r['width'] - 1:,}"
         print(f"{span:>15}{b['seconds']:>9.1f}{b['finished']:>10}{b['rate']:>9.1f}"
               f"{b['rate'] / r['capacity']:>12.0%}")
+    print(f"steady drain {r['steady']:.1f} jobs/s = {r['steady'] / r['capacity']:.1%} of "
+          f"capacity; each job costs its worker {r['overhead_ms']:.1f} ms beyond the work = "
+          f"{r['overhead_commits']:.2f} durable commits (one commit: {r['commit_ms']:.2f} ms, "
+          f"measured before and after: {r['floors'][0]:.2f}, {r['floors'][1]:.2f})")

@@ -224,6 +224,16 @@ class JobQueue:
         metrics.JOBS.labels(kind=job.kind, outcome=status).inc()
         self._gauge_depth()
 
+    def finish_and_claim(self, job: Job, owner: str, status: str = "done",
+                         error: str | None = None) -> Job | None:
+        """``finish`` the job and ``claim`` the next for ``owner`` in one transaction (one
+        durable commit where there would be two): both or neither."""
+        nxt = self.store.finish_and_claim(job.id, status, error, owner, self.clock(),
+                                          self.lease)
+        metrics.JOBS.labels(kind=job.kind, outcome=status).inc()
+        self._gauge_depth()
+        return nxt
+
     def retry_later(self, job: Job, error: str, after: float | None = None) -> bool:
         """Queue a failed job again after a backoff (or ``after`` seconds, when longer: a rate
         limit's reset); False (and failed) when out of attempts."""
@@ -314,25 +324,27 @@ class Workers:
     async def _run(self, index: int) -> None:
         owner = f"{self.owner}-{index}"
         failures = 0
+        job: Job | None = None  # the next job, when the last one's finish claimed it
         while not self._stopping:
-            try:
-                job = await self.queue.call(self.queue.claim, owner)
-            except DB_ERRORS as exc:  # the database: keep the worker, wait, try again
-                failures += 1
-                await self._back_off(index, failures, exc)
-                continue
-            if failures:
-                failures = 0
-                self.errors.pop(index, None)
-                log.info("worker %s works again", owner)
             if job is None:
-                self.queue.wakeup.clear()
                 try:
-                    await asyncio.wait_for(self.queue.wakeup.wait(), timeout=self.poll)
-                except TimeoutError:
-                    pass
-                continue
-            await self._work(job, index)
+                    job = await self.queue.call(self.queue.claim, owner)
+                except DB_ERRORS as exc:  # the database: keep the worker, wait, try again
+                    failures += 1
+                    await self._back_off(index, failures, exc)
+                    continue
+                if failures:
+                    failures = 0
+                    self.errors.pop(index, None)
+                    log.info("worker %s works again", owner)
+                if job is None:
+                    self.queue.wakeup.clear()
+                    try:
+                        await asyncio.wait_for(self.queue.wakeup.wait(), timeout=self.poll)
+                    except TimeoutError:
+                        pass
+                    continue
+            job = await self._work(job, index, owner)
             self.queue.wakeup.set()  # the PR's next job may be runnable now
 
     async def _back_off(self, index: int, failures: int, exc: Exception) -> None:
@@ -342,7 +354,9 @@ class Workers:
                     self.errors[index], wait)
         await asyncio.sleep(wait)
 
-    async def _work(self, job: Job, index: int = 0) -> None:
+    async def _work(self, job: Job, index: int = 0, owner: str | None = None) -> Job | None:
+        """Run the job and record its outcome; a done or failed job's finish also claims the
+        next job for ``owner`` in the same commit (unless stopping), which is returned."""
         try:
             await self.handler(job)
         except asyncio.CancelledError:
@@ -360,16 +374,25 @@ class Workers:
         except Exception as exc:
             log.exception("job %s (%s %s#%s) failed", job.id, job.kind, job.repo, job.number)
             error = f"{type(exc).__name__}: {exc}"
-            await self._record(index, lambda: self.queue.finish(job, "failed", error))
+            return await self._record(index, lambda: self._finish(job, owner, "failed", error))
         else:
-            await self._record(index, lambda: self.queue.finish(job, "done"))
+            return await self._record(index, lambda: self._finish(job, owner, "done"))
+        return None
 
-    async def _record(self, index: int, write: Callable[[], object]) -> None:
-        """Write a job's outcome, waiting out database errors (never leave it running)."""
+    def _finish(self, job: Job, owner: str | None, status: str,
+                error: str | None = None) -> Job | None:
+        if owner is None or self._stopping:
+            self.queue.finish(job, status, error)
+            return None
+        return self.queue.finish_and_claim(job, owner, status, error)
+
+    async def _record(self, index: int, write: Callable[[], Any]) -> Any:
+        """Write a job's outcome, waiting out database errors (never leave it running);
+        what the write returned."""
         failures = 0
         while True:
             try:
-                await self.queue.call(write)
+                outcome = await self.queue.call(write)
             except DB_ERRORS as exc:
                 if self._stopping:
                     raise
@@ -378,4 +401,4 @@ class Workers:
                 continue
             if failures:
                 self.errors.pop(index, None)
-            return
+            return outcome

@@ -237,3 +237,19 @@ async def test_on_postgresql_a_burst_commits_together_in_a_thread_and_a_bad_one_
         assert await one("a", 1) is None
     finally:
         store.close()
+
+
+def test_settling_the_heap_freezes_start_up_and_collects_the_young_less_often():
+    """What ``roundwise serve`` does once it listens (and the ack bench does to both servers)."""
+    import gc
+
+    from bot.serving import GC_THRESHOLDS, settle_heap
+
+    before = gc.get_threshold()
+    try:
+        settle_heap()
+        assert gc.get_threshold() == GC_THRESHOLDS and GC_THRESHOLDS[0] > before[0]
+        assert gc.get_freeze_count() > 1000  # the modules and objects start-up made
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

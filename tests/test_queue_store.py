@@ -301,3 +301,85 @@ def test_accept_many_records_queues_skips_processed_and_requeues_failed_in_one_g
     assert [store.delivery(d).attempts for d in "xyzw"] == [2, 1, 2, 1]
     twice = store.accept_many([item("v", 5), item("v", 5)])  # one delivery twice in a batch
     assert twice[0] == twice[1] and store.delivery("v").attempts == 2
+
+
+def _one_transaction(store, work) -> bool:
+    """Whether ``work()`` wrote everything it wrote in one transaction: SQLite's statements
+    show one COMMIT; PostgreSQL's changed job rows all carry the writing transaction's id."""
+    if hasattr(store, "db"):  # SQLite
+        statements: list[str] = []
+        store.db.conn.set_trace_callback(statements.append)
+        try:
+            work()
+        finally:
+            store.db.conn.set_trace_callback(None)
+        return [s.strip().upper() for s in statements].count("COMMIT") == 1
+    work()
+    with store.pool.connection() as conn:
+        xmins = {r["xmin"] for r in conn.execute(
+            "select xmin::text as xmin from jobs where status <> 'queued'").fetchall()}
+    return len(xmins) == 1
+
+
+def test_a_finish_and_the_next_claim_share_one_commit(make):
+    store = make()
+    first, second = add(store, number=1), add(store, number=2)
+    job = store.claim("w-a", time.time(), 60)
+    assert job.id == first
+    claimed = []
+    assert _one_transaction(store, lambda: claimed.append(
+        store.finish_and_claim(first, "done", None, "w-a", time.time(), 60)))
+    assert store.job(first).status == "done" and store.job(first).error is None
+    nxt = claimed[0]
+    assert (nxt.id, nxt.status, nxt.owner, nxt.attempts) == (second, "running", "w-a", 1)
+    assert store.job(second).status == "running"
+    assert store.finish_and_claim(second, "failed", "boom", "w-a", time.time(), 60) is None
+    assert (store.job(second).status, store.job(second).error) == ("failed", "boom")
+
+
+def test_a_finish_that_meets_an_overtaken_round_skips_it_and_claims_the_newest(make):
+    store = make()
+    running = add(store, "round", number=2, delivery="x-1")
+    assert store.claim("w", time.time(), 60).id == running
+    for delivery in ("o-1", "o-2"):
+        store.record_delivery(delivery, "pull_request", "synchronize", "o/r", 1)
+    overtaken, newest = add(store, "round", delivery="o-1"), add(store, "round", delivery="o-2")
+    nxt = store.finish_and_claim(running, "done", None, "w", time.time(), 60)
+    assert nxt.id == newest and store.job(running).status == "done"
+    assert store.job(overtaken).status == "skipped"
+    assert store.delivery("o-1").outcome == "skipped: superseded by a newer push"
+
+
+async def test_a_worker_claims_its_next_job_in_the_commit_that_finishes_the_last(make):
+    """One worker, three jobs: while it runs each job after the first, the previous job is
+    done, and (PostgreSQL) that finish and this job's claim were one transaction."""
+    store = make()
+    queue = JobQueue(store=store, lease=5.0)
+    ids = [queue.enqueue("comment", repo="o/r", number=n, payload={}) for n in (1, 2, 3)]
+    seen: list[tuple[int, str, bool]] = []
+
+    def look(job) -> tuple[int, str, bool]:
+        previous = ids[ids.index(job.id) - 1]
+        same = True
+        if not hasattr(store, "db"):
+            with store.pool.connection() as conn:
+                same = len({r["x"] for r in conn.execute(
+                    "select xmin::text as x from jobs where id = any(%s)",
+                    [[previous, job.id]]).fetchall()}) == 1
+        return job.id, store.job(previous).status, same
+
+    async def handler(job):
+        if job.id != ids[0]:
+            seen.append(await queue.call(look, job))
+
+    workers = Workers(queue, handler, count=1, poll=0.05)
+    workers.start()
+    try:
+        for _ in range(200):
+            if queue.depth() == 0:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await workers.stop()
+    assert seen == [(ids[1], "done", True), (ids[2], "done", True)]
+    assert [store.job(i).status for i in ids] == ["done", "done", "done"]

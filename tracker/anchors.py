@@ -22,11 +22,12 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property
 
 import unidiff
 
 from .lines import split_lines
+from .roundcache import per_text
 
 NEARBY_LINES = 1  # an edit on the line just before or after an anchor counts as next to it
 RENAME_SIMILARITY = 0.5  # a deleted and an added file this alike are one file renamed (git -M)
@@ -60,6 +61,17 @@ class Anchor:
             raise ValueError(f"bad anchor range {self.start}-{self.end} in {self.path}")
 
 
+def _anchor(path: str, start: int, end: int, side: str) -> Anchor:
+    """``Anchor(path, start, end, side)`` for a range worked out while mapping: the same
+    check, without a frozen dataclass's ``__init__`` (a quarter of the time, for every anchor
+    of every round)."""
+    if start < 1 or end < start:
+        raise ValueError(f"bad anchor range {start}-{end} in {path}")
+    anchor = object.__new__(Anchor)
+    anchor.__dict__.update(path=path, start=start, end=end, side=side)
+    return anchor
+
+
 @dataclass
 class Mapped:
     """What became of one anchor in a new round."""
@@ -74,6 +86,12 @@ class Mapped:
     @property
     def touched(self) -> bool:
         return self.status is not Status.UNTOUCHED
+
+    @cached_property
+    def rewritten(self) -> bool:
+        """Whether the removed and the added lines differ beyond whitespace: worked out once
+        per mapping, which every defect of the same anchor (a function's scope) shares."""
+        return normalise(self.removed) != normalise(self.added)
 
     def describe(self) -> str:
         """One sentence of evidence for the ledger."""
@@ -118,6 +136,13 @@ class FileMap:
         self._line_maps: dict[int, dict[int, int | None]] = {}
         self._deltas: list[int] = []  # cumulative (target - source) offset after each hunk
         self._old: tuple[str | None, str | None] | None = None  # (new text, old text)
+        # built on first use, once per file: per hunk, each line's old position (bisected to
+        # find the lines near an anchor); the removed old lines in runs; the lines it adds
+        self._positions: dict[int, tuple[list[int], list[bool]]] = {}
+        self._dead: tuple[list[int], list[int], list[int]] | None = None
+        self._added: list[tuple[int, str]] | None = None
+        self._removed: list[tuple[int, str]] | None = None
+        self._removed_text: dict[str, str] = {}
         delta = 0
         for hunk in patched:
             start = hunk.source_start if hunk.source_length else hunk.source_start + 1
@@ -133,11 +158,12 @@ class FileMap:
     def map_line(self, line: int) -> int | None:
         """The new line number of old line ``line``, or None if it was removed."""
         i = bisect.bisect_right(self._starts, line) - 1
-        if i >= 0:
-            start, end, _ = self._hunks[i]
-            if start <= line < end:
-                return self._inside(i).get(line)  # None for a removed line
-        return line + (self._deltas[i] if i >= 0 else 0)
+        if i < 0:
+            return line
+        if line < self._ends[i]:  # inside hunk i (it starts at or before ``line``)
+            inside = self._line_maps.get(i)
+            return (inside if inside is not None else self._inside(i)).get(line)  # None: removed
+        return line + self._deltas[i]
 
     def _inside(self, i: int) -> dict[int, int | None]:
         """Old line -> new line (None when removed) within hunk ``i``, built once per hunk."""
@@ -160,54 +186,122 @@ class FileMap:
         added_at: list[int] = []  # new line numbers of the added lines
         nearby = False
         first = bisect.bisect_left(self._ends, lo - NEARBY_LINES)  # hunks before cannot reach
-        for start, end, lines in self._hunks[first:]:
-            if start - NEARBY_LINES > hi:
+        starts, ends = self._starts, self._ends
+        for i in range(first, len(starts)):
+            if starts[i] - NEARBY_LINES > hi:
                 break  # hunks are in order: none after this one reaches the range either
-            if end - 1 + NEARBY_LINES < lo:
+            if ends[i] - 1 + NEARBY_LINES < lo:
                 continue
-            last_source, last_removed = start - 1, False  # the old line a '+' line follows
-            for ln in lines:
-                if ln.line_type == " ":
-                    last_source, last_removed = ln.source_line_no, False
-                elif ln.line_type == "-":
-                    last_source, last_removed = ln.source_line_no, True
+            lines = self._hunks[i][2]
+            # Only lines whose old position is within NEARBY_LINES of the range can count;
+            # positions never decrease along a hunk, so they are one slice of it.
+            at, after_removed = self._positions.get(i) or self._hunk_positions(i)
+            for k in range(bisect.bisect_left(at, lo - NEARBY_LINES),
+                           bisect.bisect_right(at, hi + NEARBY_LINES)):
+                ln, last_source = lines[k], at[k]
+                if ln.line_type == "-":
                     if lo <= last_source <= hi:
                         removed.append(ln.value.rstrip("\n"))
                     elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                         nearby = True
-                elif lo <= last_source < hi or (last_removed and last_source == hi):
+                elif ln.line_type == " ":
+                    continue
+                elif lo <= last_source < hi or (after_removed[k] and last_source == hi):
                     added.append(ln.value.rstrip("\n"))  # inserted inside, or replacing the end
                     added_at.append(ln.target_line_no)
                 elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                     nearby = True
-        kept = self._kept_ends(lo, hi)
+        first = self.map_line(lo)
+        last = first if hi == lo else self.map_line(hi)
+        if first is None or last is None:  # an end was removed: look for the survivors
+            kept = self._kept_ends(lo, hi)
+        else:
+            kept = [first] if last == first else [first, last]
         if not removed and not added:
-            new = Anchor(self.new_path, kept[0], kept[-1], anchor.side)
-            return Mapped(Status.UNTOUCHED, new, nearby_change=nearby, renamed_from=rename)
+            new = _anchor(self.new_path, kept[0], kept[-1], anchor.side)
+            return Mapped(Status.UNTOUCHED, new, removed, added, nearby, rename)  # both empty
         if kept or added_at:
             span = kept + added_at
-            new = Anchor(self.new_path, min(span), max(span), anchor.side)
+            new = _anchor(self.new_path, min(span), max(span), anchor.side)
         else:
-            new = Anchor(self.new_path, *self._gap_after(lo))
+            new = _anchor(self.new_path, *self._gap_after(lo), "RIGHT")  # as before: not the side
         status = Status.DELETED if not kept and not added else Status.MODIFIED
         return Mapped(status, new, removed, added, nearby, rename)
+
+    def _hunk_positions(self, i: int) -> tuple[list[int], list[bool]]:
+        """Per line of hunk ``i``: its old line number (for a '+' line, the old line it
+        follows), and for a '+' line whether that old line was removed (so it replaces it)."""
+        if i not in self._positions:
+            start, _, lines = self._hunks[i]
+            at: list[int] = []
+            after_removed: list[bool] = []
+            last_source, last_removed = start - 1, False
+            for ln in lines:
+                if ln.line_type != "+":
+                    last_source, last_removed = ln.source_line_no, ln.line_type == "-"
+                at.append(last_source)
+                after_removed.append(last_removed)
+            self._positions[i] = (at, after_removed)
+        return self._positions[i]
+
+    def _removed_runs(self) -> tuple[list[int], list[int], list[int]]:
+        """The old lines ``map_line`` answers None for, increasing, and for each the first and
+        the last old line of the run of such lines it is in."""
+        if self._dead is None:
+            dead = sorted(
+                ln.source_line_no
+                for i, (_, _, lines) in enumerate(self._hunks)
+                for ln in lines
+                if ln.line_type == "-"
+                and bisect.bisect_right(self._starts, ln.source_line_no) - 1 == i
+            )
+            first, last = list(dead), list(dead)
+            for k in range(1, len(dead)):
+                if dead[k] == dead[k - 1] + 1:
+                    first[k] = first[k - 1]
+            for k in range(len(dead) - 2, -1, -1):
+                if dead[k + 1] == dead[k] + 1:
+                    last[k] = last[k + 1]
+            self._dead = (dead, first, last)
+        return self._dead
+
+    def _run_of(self, line: int) -> tuple[int, int]:
+        """The first and last old line of the run of removed lines holding ``line`` (one
+        ``map_line`` answers None for)."""
+        dead, first, last = self._removed_runs()
+        k = bisect.bisect_left(dead, line)
+        if k < len(dead) and dead[k] == line:
+            return first[k], last[k]
+        low = high = line  # not a '-' line of its hunk: only a malformed diff gets here
+        while low > 1 and self.map_line(low - 1) is None:
+            low -= 1
+        while self.map_line(high + 1) is None:
+            high += 1
+        return low, high
 
     def _kept_ends(self, lo: int, hi: int) -> list[int]:
         """The new lines of the first and last of old lines lo..hi that survive (one when
         they are the same line, none when all were removed). A diff keeps surviving lines in
         order, so these two bound where all of them went."""
-        first = next((n for n in map(self.map_line, range(lo, hi + 1)) if n is not None), None)
+        first = self.map_line(lo)
         if first is None:
-            return []
-        last = next(n for n in map(self.map_line, range(hi, lo - 1, -1)) if n is not None)
+            low = self._run_of(lo)[1] + 1
+            if low > hi:
+                return []
+            first = self.map_line(low)
+        last = self.map_line(hi) if hi != lo else first
+        if last is None:
+            last = self.map_line(self._run_of(hi)[0] - 1)
         return [first] if last == first else [first, last]
 
     def _gap_after(self, lo: int) -> tuple[int, int]:
         """Where a fully removed range used to begin, as a one-line range in the new file."""
         before = lo - 1
-        while before >= 1 and self.map_line(before) is None:
-            before -= 1
-        line = (self.map_line(before) or 0) + 1 if before >= 1 else 1
+        new = self.map_line(before) if before >= 1 else None
+        if before >= 1 and new is None:
+            before = self._run_of(before)[0] - 1
+            new = self.map_line(before) if before >= 1 else None
+        line = (new or 0) + 1 if before >= 1 else 1
         return line, line
 
     def hunk_lines(self) -> tuple[set[int], set[int]]:
@@ -224,13 +318,22 @@ class FileMap:
         return right, left
 
     def removed_lines(self) -> list[tuple[int, str]]:
-        """(old line number, text) of every line this diff removes from the file."""
-        return [
-            (ln.source_line_no, ln.value.rstrip("\n"))
-            for _, _, lines in self._hunks
-            for ln in lines
-            if ln.line_type == "-"
-        ]
+        """(old line number, text) of every line this diff removes from the file, listed once
+        per file: treat it as read-only."""
+        if self._removed is None:
+            self._removed = [
+                (ln.source_line_no, ln.value.rstrip("\n"))
+                for _, _, lines in self._hunks
+                for ln in lines
+                if ln.line_type == "-"
+            ]
+        return self._removed
+
+    def removed_text(self, end: str = "") -> str:
+        """The removed lines joined by newlines, followed by ``end``; one string per file."""
+        if end not in self._removed_text:
+            self._removed_text[end] = "\n".join(text for _, text in self.removed_lines()) + end
+        return self._removed_text[end]
 
     def old_text(self, new_text: str | None) -> str | None:
         """The file's text before this diff, from its text after it (None if it was added);
@@ -240,13 +343,16 @@ class FileMap:
         return self._old[1]
 
     def added_lines(self) -> list[tuple[int, str]]:
-        """(new line number, text) of every line this diff adds to the file."""
-        return [
-            (ln.target_line_no, ln.value.rstrip("\n"))
-            for _, _, lines in self._hunks
-            for ln in lines
-            if ln.line_type == "+"
-        ]
+        """(new line number, text) of every line this diff adds to the file, listed once per
+        file: treat it as read-only."""
+        if self._added is None:
+            self._added = [
+                (ln.target_line_no, ln.value.rstrip("\n"))
+                for _, _, lines in self._hunks
+                for ln in lines
+                if ln.line_type == "+"
+            ]
+        return self._added
 
 
 class DiffMap:
@@ -337,6 +443,7 @@ class DiffMap:
         return fm.map_range(anchor)
 
     def added_lines(self, path: str) -> list[tuple[int, str]]:
+        """The lines this diff adds to ``path`` (by its new name); read-only."""
         fm = self.new_files.get(path)
         return fm.added_lines() if fm else []
 
@@ -364,15 +471,15 @@ def excerpt(text: str | None, start: int, end: int) -> list[str]:
     return list(file_lines(text)[max(start - 1, 0) : max(end, 0)])
 
 
-@lru_cache(maxsize=64)
+@per_text(maxsize=64)
 def file_lines(text: str) -> tuple[str, ...]:
     """A file's lines as git numbers them (``split_lines``), split once however many defects
     read them."""
     return tuple(split_lines(text))
 
 
-@lru_cache(maxsize=64)
-def _normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
+@per_text(maxsize=64)
+def normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
     """A file's non-blank lines as (line number, normalised text), and where (index into that
     list) each normalised line occurs."""
     norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := _WS.sub(" ", ln).strip())]
@@ -396,7 +503,7 @@ def find_code(text: str | None, code: list[str] | str, near: int | None = None
     target = normalise(code)
     if not target or text is None:
         return None
-    norm, where = _normalised_lines(text)
+    norm, where = normalised_lines(text)
     k = len(target)
     best = None
     for j in where.get(target[0], ()):

@@ -32,8 +32,10 @@ from .anchors import (
     normalise,
     similarity,
 )
+from .diffindex import changes
 from .lifecycle import State, carry_forward
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+from .roundcache import one_round
 from .rules import LIVE_RULES, REMARK_RULES, Case, rule
 
 VERIFY_OPEN_BELOW = 0.5  # an Open ruling less sure than this is a candidate a verifier may resolve
@@ -90,6 +92,7 @@ class Verdict:
     decided_by: DecidedBy = DecidedBy.LLM
 
 
+@one_round
 def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     """One decision per defect that is not ignored, in the order given."""
     by_key: dict[str, list[Signal]] = {}
@@ -176,7 +179,7 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
             added = rnd.diff.added_lines(path)
             near = mapped.anchor.start if mapped and mapped.anchor else None
             where = find_code(rnd.files.get(path), bad, near=near) if added else None
-            if where and any(where[0] <= line <= where[1] for line, _ in added):
+            if where and changes(rnd.diff, path).adds_within(*where):
                 return Decision(
                     defect.key, State.REOPENED, "fingerprint-reappeared",
                     f"the code it was about came back at {path}:{where[0]}-{where[1]}",

@@ -24,12 +24,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, find_code, normalise
+from .diffindex import changed_tokens, changes, files_holding
 from .lifecycle import State
 from .models import Defect, Signal, SignalKind
 from .paths import is_docs_path, is_test_path
+from .roundcache import per_text
 from .scope import definition, enclosing, file_tokens, lines_of, tokens
 from .subject import Subject, read_subject
 
@@ -149,8 +151,7 @@ class Case:
     @cached_property
     def scope_changed(self) -> bool:
         m = self.scope_change
-        return m is not None and m.status is not Status.UNTOUCHED and \
-            normalise(m.removed) != normalise(m.added)
+        return m is not None and m.status is not Status.UNTOUCHED and m.rewritten
 
     # -- the subject in the code ----------------------------------------------------------------
 
@@ -164,7 +165,7 @@ class Case:
         return file_tokens(self.old_text)
 
     def added_text(self, path: str | None = None) -> str:
-        return "\n".join(text for _, text in self.diff.added_lines(path or self.new_path or ""))
+        return changes(self.diff, path or self.new_path or "").text
 
 
 
@@ -176,10 +177,10 @@ def old_text_of(diff: DiffMap, files: dict[str, str | None], path: str | None) -
     if fm is None:
         return files.get(path)
     if fm.removed_file and not fm.new_path:
-        return "\n".join(text for _, text in fm.removed_lines()) + "\n"
+        return fm.removed_text("\n")
     new_path = fm.new_path or path
     if new_path != path and diff.renames.get(path) == new_path:
-        return "\n".join(text for _, text in fm.removed_lines()) or None
+        return fm.removed_text() or None
     return fm.old_text(files.get(new_path))
 
 
@@ -221,12 +222,12 @@ def moved_unchanged(case: Case) -> Ruling | None:
         return None
     if normalise(m.removed) != normalise(code):
         return None  # only part of it was removed: it was edited, not moved
-    for path, text in sorted(case.files.items()):
+    for path, text in files_holding(case.diff, case.files, code):
         added = case.diff.added_lines(path)
         if not added or text is None:
             continue
         where = find_code(text, code)
-        if where and any(where[0] <= line <= where[1] for line, _ in added):
+        if where and changes(case.diff, path).adds_within(*where):
             if _wrapped(case, path, where):
                 return None  # moved under a new guard: that is an edit of its structure
             return Ruling(State.OPEN, "anchor-moved", f"the anchored code was moved unchanged "
@@ -240,9 +241,8 @@ def _wrapped(case: Case, path: str, where: tuple[int, int]) -> bool:
     new_scope = enclosing(path, case.files.get(path), *where)
     if new_scope is None:
         return False
-    added = {line for line, _ in case.diff.added_lines(path)}
-    head = range(new_scope[0], where[0])
-    return bool(added & set(head)) and (old_scope is None or
+    added = changes(case.diff, path)
+    return added.adds_within(new_scope[0], where[0] - 1) and (old_scope is None or
                                         new_scope[1] - new_scope[0] != old_scope[1] - old_scope[0])
 
 
@@ -272,7 +272,7 @@ def tests_cover_subject(case: Case) -> Ruling | None:
     for path in sorted(case.diff.new_files):
         if not is_test_path(path):
             continue
-        added = tokens("\n".join(text for _, text in case.diff.added_lines(path)))
+        added = changes(case.diff, path).tokens
         hit = sorted(t for t in wanted if added[t])
         if hit:
             return Ruling(State.RESOLVED, "tests-added", f"the comment asks for tests, and "
@@ -303,7 +303,7 @@ def _rewrapped(case: Case) -> bool:
     m = case.mapped
     if m is None or m.anchor is None:
         return False
-    added = dict(case.diff.added_lines(m.anchor.path))
+    added = changes(case.diff, m.anchor.path).by_line
     above = [added[n] for n in range(m.anchor.start - 3, m.anchor.start) if n in added]
     return any(text.rstrip().endswith((":", "{", "(")) for text in above)
 
@@ -334,7 +334,7 @@ def subject_introduced(case: Case) -> Ruling | None:
     wanted = {t for t in case.subject.named if before[t] == 0 and len(t) > 2}
     if not wanted:
         return None
-    added = tokens(case.added_text())
+    added = changes(case.diff, case.new_path or "").tokens
     found = sorted(t for t in wanted if added[t])
     if not found:
         return None
@@ -435,9 +435,8 @@ def subject_touched(case: Case) -> Ruling | None:
     region = case.type_scope
     m = case.mapped
     inside = range(m.anchor.start, m.anchor.end + 1) if m and m.anchor else range(0)
-    added = tokens("\n".join(  # away from the anchor: edits inside it are the range rules'
-        text for line, text in case.diff.added_lines(case.new_path or "")
-        if (region is None or region[0] <= line <= region[1]) and line not in inside))
+    # away from the anchor: edits inside it are the range rules'
+    added = changes(case.diff, case.new_path or "").tokens_between(region, inside)
     hit = sorted(t for t in named if added[t])
     if not hit:
         return None
@@ -450,7 +449,7 @@ def _common(case: Case) -> frozenset[str]:
     return _frequent(case.old_text)
 
 
-@lru_cache(maxsize=64)
+@per_text(maxsize=64)
 def _frequent(text: str | None) -> frozenset[str]:
     return frozenset(t for t, n in file_tokens(text).items() if n > 12)
 
@@ -539,11 +538,7 @@ def remark_named_in_changes(case: Case) -> Ruling | None:
     named = {t for t in case.subject.named if len(t) > 2}
     if not named:
         return None
-    changed = tokens("\n".join(
-        text for p in case.diff.touched_paths()
-        for _, text in case.diff.added_lines(p) + (case.diff.files[p].removed_lines()
-                                                     if p in case.diff.files else [])
-    ))
+    changed = changed_tokens(case.diff)
     hit = sorted(t for t in named if changed[t])
     if not hit:
         return None
@@ -556,7 +551,7 @@ _COMMENT_LINE = re.compile(r"^\s*(#|//|/\*|\*|\"\"\"|\'\'\'|<!--|--|;)")
 
 def _comment_lines_changed(case: Case, path: str) -> bool:
     """Whether this round adds a comment or docstring line to ``path``."""
-    return any(_COMMENT_LINE.match(text) for _, text in case.diff.added_lines(path))
+    return changes(case.diff, path).any_match(_COMMENT_LINE)
 
 
 _KIND_OF_PATH = {

@@ -13,9 +13,12 @@ anchored lines.
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from functools import lru_cache
 from pathlib import PurePosixPath
+
+from .roundcache import per_text
 
 MAX_PARSE_BYTES = 2_000_000  # larger files are not parsed: no scope, the anchor alone counts
 
@@ -67,7 +70,7 @@ def _parser(name: str):
         return None
 
 
-@lru_cache(maxsize=64)
+@per_text(maxsize=64)
 def _tree(name: str, text: str):
     parser = _parser(name)
     if parser is None or len(text) > MAX_PARSE_BYTES:
@@ -115,16 +118,36 @@ def definition(path: str | None, text: str | None, name: str) -> tuple[int, int]
     language_name = language(path)
     if not language_name or not text or not name:
         return None
-    tree = _tree(language_name, text)
-    if tree is None:
-        return None
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if (_FUNCTION.match(node.type) or _TYPE.match(node.type)) and _name_of(node) == name:
-            return node.start_point[0] + 1, node.end_point[0] + 1
-        stack.extend(reversed(node.children))
-    return None
+    if name not in text and "?" not in name:
+        return None  # a definition's name is in the text (unless it came back "?"-replaced)
+    return _definitions(language_name, text).get(name)
+
+
+@per_text(maxsize=64)
+def _definitions(language_name: str, text: str) -> _Definitions:
+    return _Definitions(_tree(language_name, text))
+
+
+class _Definitions:
+    """The functions and types of one text by name, in the order a depth-first walk of its
+    tree meets them (the first of a name wins). The walk goes only as far as the names asked
+    so far needed, and resumes from there: one walk per text, however many names."""
+
+    def __init__(self, tree):
+        self.found: dict[str, tuple[int, int]] = {}
+        self.stack = [tree.root_node] if tree is not None else []
+        self.lock = threading.Lock()  # shared between threads when cached outside a round
+
+    def get(self, name: str) -> tuple[int, int] | None:
+        with self.lock:
+            while name not in self.found and self.stack:
+                node = self.stack.pop()
+                self.stack.extend(reversed(node.children))
+                if _FUNCTION.match(node.type) or _TYPE.match(node.type):
+                    named = _name_of(node)
+                    if named and named not in self.found:
+                        self.found[named] = (node.start_point[0] + 1, node.end_point[0] + 1)
+            return self.found.get(name)
 
 
 _HOLDERS = ("variable_declarator", "pair", "assignment_expression", "field_definition",
@@ -163,7 +186,7 @@ def tokens(text: str | None) -> Counter:
     return Counter(_TOKEN.findall(text or ""))
 
 
-@lru_cache(maxsize=64)
+@per_text(maxsize=64)
 def file_tokens(text: str | None) -> Counter:
     """``tokens`` of a whole file, counted once for all the defects in it: do not change it."""
     return tokens(text)
@@ -176,7 +199,7 @@ def lines_of(text: str | None, start: int, end: int) -> str:
     return "\n".join(_split(text)[max(start - 1, 0) : max(end, 0)])
 
 
-@lru_cache(maxsize=64)
+@per_text(maxsize=64)
 def _split(text: str) -> tuple[str, ...]:
     """A file's text split at newlines, once however many defects read it."""
     return tuple(text.split("\n"))

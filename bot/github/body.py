@@ -73,12 +73,17 @@ async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX
     with (contextlib.nullcontext() if small
           else tempfile.SpooledTemporaryFile(max_size=IN_MEMORY)) as spool:
         try:
-            async with asyncio.timeout(timeout):
-                if spool is None:  # small, its length known: the parser stops at that length
-                    body = await request.content.read()
-                    digest = hmac.new(secret.encode(), body, hashlib.sha256)
-                else:
-                    digest = await _spool(request, secret, max_bytes, spool)
+            if spool is None and request.content.is_eof():
+                # small and already all here (it came with the headers): nothing to wait for
+                body = await request.content.read()
+                digest = hmac.new(secret.encode(), body, hashlib.sha256)
+            else:
+                async with asyncio.timeout(timeout):
+                    if spool is None:  # small, its length known: the parser stops there
+                        body = await request.content.read()
+                        digest = hmac.new(secret.encode(), body, hashlib.sha256)
+                    else:
+                        digest = await _spool(request, secret, max_bytes, spool)
         except TimeoutError:
             raise BodyRefused(408, f"the body did not arrive within {timeout:g}s") from None
         except (ConnectionError, aiohttp.ClientError) as exc:

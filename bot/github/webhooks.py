@@ -199,8 +199,12 @@ async def handle_webhook(request: web.Request) -> web.Response:
     if target.kind is None:
         metrics.DELIVERIES.labels(event=_label(event), outcome="ignored").inc()
         return web.json_response({"ignored": target.reason})
+    action = payload.get("action")
+    # The parsed body is thousands of objects: freed now, not held (and walked by every
+    # garbage collection) while the delivery waits for its batch's commit.
+    del payload
     queue = state.queue
-    job_id = await queue.accept_soon(delivery, event, payload.get("action"), target.kind,
+    job_id = await queue.accept_soon(delivery, event, action, target.kind,
                                      repo=target.repo, number=target.number,
                                      installation_id=target.installation_id,
                                      payload=target.payload, head_sha=target.head_sha)

@@ -9,7 +9,8 @@ says ``threaded``, so async callers run them off the event loop (``bot.store.off
 ``transaction()`` pins one pooled connection to the calling thread until the outermost block
 ends; nested blocks are savepoints, as with SQLite. ``record_round`` reads the PR's defects and
 their last states once, checks every decision in memory (``tracker.batch``) and writes
-the round in a handful of batched statements. The schema is its own ordered migrations
+the round set-based: one ``update ... from unnest(...)`` for the defects and one
+``insert ... select * from unnest(...)`` for their history, whatever the round's size. The schema is its own ordered migrations
 (``bot.store.ledger_schema``), applied under the same advisory lock as the queue's, so
 replicas starting together migrate once.
 """
@@ -42,6 +43,30 @@ __all__ = ["LEDGER_MIGRATIONS", "PostgresLedgerStore"]
 #: a defect row with the ids of its comments, in one statement
 _DEFECTS = ("select d.*, coalesce((select array_agg(c.id order by c.id) from defect_comments c "
             "where c.defect_id = d.id), '{}') as comment_ids from defects d ")
+
+
+#: the SQL types of the defect columns a round writes back (``tracker.batch.WRITTEN``)
+_WRITTEN_TYPES = {"state": "text", "state_round": "int", "updated_at": "text", "path": "text",
+                  "line_start": "int", "line_end": "int", "anchor_sha": "text", "code": "text",
+                  "fingerprint": "text", "resolved_code": "text"}
+
+#: a round's changed defect rows written back in one statement, whatever their number
+_UPDATE_WRITTEN = (
+    "update defects d set " + ", ".join(f"{c} = u.{c}" for c in WRITTEN)
+    + " from unnest(%s::bigint[], "
+    + ", ".join(f"%s::{_WRITTEN_TYPES[c]}[]" for c in WRITTEN)
+    + ") as u(id, " + ", ".join(WRITTEN) + ") where d.id = u.id")
+
+#: history rows ``(defect_id, round, state, rule, evidence, decided_by, at)``, in one statement
+_INSERT_HISTORY = (
+    "insert into state_history (defect_id, round, state, rule, evidence, decided_by, at) "
+    "select * from unnest(%s::bigint[], %s::int[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[])")
+
+
+def _arrays(rows: list, width: int) -> list[list]:
+    """Rows as one list per column, the parameters an ``unnest`` statement takes."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
 
 
 def _defect(row: dict) -> Defect:
@@ -324,11 +349,9 @@ class PostgresLedgerStore(LedgerBase):
                 if finding.comment_id is not None:
                     comments.append([finding.comment_id, pk, "review_comment", finding.author,
                                      finding.description, None, None, 0, stamp])
-            with conn.cursor() as cur:
-                cur.executemany("insert into state_history (defect_id, round, state, rule, "
-                                "evidence, decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)",
-                                history)
-                if comments:
+            conn.execute(_INSERT_HISTORY, _arrays(history, 7))
+            if comments:
+                with conn.cursor() as cur:
                     cur.executemany(self._ATTACH, comments)
             created = conn.execute(_DEFECTS + "where d.id = any(%s) order by d.id",
                                    [list(ids.values())]).fetchall()
@@ -367,14 +390,12 @@ class PostgresLedgerStore(LedgerBase):
                     "order by h.defect_id, h.round desc, h.id desc", [pr_id, round_number])}
                 changed, history = apply_decisions(rows, last, round_number, decisions,
                                                    head_sha, now())
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "update defects set " + ", ".join(f"{c} = %s" for c in WRITTEN)
-                        + " where id = %s",
-                        [[r[c] for c in WRITTEN] + [r["id"]] for r in changed])
-                    cur.executemany(
-                        "insert into state_history (defect_id, round, state, rule, evidence, "
-                        "decided_by, at) values (%s, %s, %s, %s, %s, %s, %s)", history)
+                if changed:
+                    conn.execute(_UPDATE_WRITTEN, _arrays(
+                        [[r["id"]] + [r[c] for c in WRITTEN] for r in changed],
+                        len(WRITTEN) + 1))
+                if history:
+                    conn.execute(_INSERT_HISTORY, _arrays(history, 7))
             return self._add_defects(pr_id, new_findings, keys, round_number, head_sha)
 
     def history(self, pr_id: int, key: str) -> list[dict]:

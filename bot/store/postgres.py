@@ -285,9 +285,24 @@ class PostgresQueueStore:
             return "skipped"
         return None
 
+    _FINISH = "update jobs set status = %s, finished_at = %s, error = %s where id = %s"
+
     def finish(self, job_id: int, status: str, error: str | None = None) -> None:
-        self._count("update jobs set status = %s, finished_at = %s, error = %s where id = %s",
-                    [status, now(), error, job_id])
+        self._count(self._FINISH, [status, now(), error, job_id])
+
+    def finish_and_claim(self, job_id: int, status: str, error: str | None, owner: str,
+                         stamp: float, lease: float = 600.0) -> Job | None:
+        with self.pool.connection() as conn:
+            with conn.transaction():
+                conn.execute(self._FINISH, [status, now(), error, job_id])
+                outcome = self._claim_once(conn, owner, stamp, lease)
+            if outcome != "skipped":
+                return outcome
+            while True:  # the finish is in: the rest of the claim as ``claim`` goes on
+                with conn.transaction():
+                    outcome = self._claim_once(conn, owner, stamp, lease)
+                if outcome != "skipped":
+                    return outcome
 
     def requeue(self, job_id: int, error: str, run_after: float) -> None:
         self._count("update jobs set status = 'queued', owner = null, error = %s, "

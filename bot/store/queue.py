@@ -127,6 +127,12 @@ class QueueStore(Protocol):
         """The oldest runnable job whose PR has nothing running and nothing older queued,
         marked running for ``owner`` until ``stamp + lease`` (superseded rounds skipped)."""
     def finish(self, job_id: int, status: str, error: str | None) -> None: ...
+    def finish_and_claim(self, job_id: int, status: str, error: str | None, owner: str,
+                         stamp: float, lease: float) -> Job | None:
+        """``finish`` and then ``claim``, sharing one transaction (one durable commit, where
+        two would be made one after the other): both happen or neither (a failed call leaves
+        the job running, to be finished again). If the candidate it meets is a superseded
+        round, the finish and that skip commit and the claim goes on as ``claim`` does."""
     def requeue(self, job_id: int, error: str, run_after: float) -> None: ...
     def renew(self, owner: str, until: float) -> int:
         """Extend the lease of the jobs ``owner`` runs; how many."""

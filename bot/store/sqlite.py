@@ -167,38 +167,58 @@ class SqliteQueueStore:
                              head_sha)  # its job outlived the delivery's row
 
     def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
-        conn = self.db.conn
         while True:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                cursor = conn.execute(CLAIM, [stamp])
-                row = cursor.fetchone()
-                if row is None:
-                    conn.execute("COMMIT")
-                    return None
-                job = dict(zip([d[0] for d in cursor.description], row))
-                if job["kind"] == "round" and self._superseded(conn, job):
-                    conn.execute(
-                        "update jobs set status = 'skipped', finished_at = ?, error = ? "
-                        "where id = ?", [now(), "superseded by a newer push", job["id"]])
-                    conn.execute(
-                        "update deliveries set processed_at = ?, outcome = ? where id = ?",
-                        [now(), "skipped: superseded by a newer push", job["delivery_id"]])
-                    conn.execute("COMMIT")
-                    from bot import metrics
+            outcome = self._in_transaction(lambda conn: self._claim_once(conn, owner, stamp,
+                                                                           lease))
+            if outcome != "skipped":
+                return outcome
 
-                    metrics.JOBS.labels(kind="round", outcome="skipped").inc()
-                    continue
-                conn.execute(
-                    "update jobs set status = 'running', owner = ?, started_at = ?, "
-                    "lease_until = ?, attempts = attempts + 1 where id = ?",
-                    [owner, now(), stamp + lease, job["id"]])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            job.update(attempts=job["attempts"] + 1, status="running", owner=owner)
-            return Job.from_row(job)
+    def finish_and_claim(self, job_id: int, status: str, error: str | None, owner: str,
+                         stamp: float, lease: float = 600.0) -> Job | None:
+        def both(conn):
+            conn.execute(self._FINISH, [status, now(), error, job_id])
+            return self._claim_once(conn, owner, stamp, lease)
+
+        outcome = self._in_transaction(both)
+        return self.claim(owner, stamp, lease) if outcome == "skipped" else outcome
+
+    def _in_transaction(self, work):
+        """``work(conn)`` in one ``BEGIN IMMEDIATE`` transaction, committed unless it raises."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            outcome = work(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return outcome
+
+    def _claim_once(self, conn, owner: str, stamp: float, lease: float):
+        """The next job taken for ``owner`` (inside the caller's transaction), None when there
+        is none, or "skipped" when the candidate was a superseded round (marked skipped)."""
+        cursor = conn.execute(CLAIM, [stamp])
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        job = dict(zip([d[0] for d in cursor.description], row))
+        if job["kind"] == "round" and self._superseded(conn, job):
+            conn.execute(
+                "update jobs set status = 'skipped', finished_at = ?, error = ? "
+                "where id = ?", [now(), "superseded by a newer push", job["id"]])
+            conn.execute(
+                "update deliveries set processed_at = ?, outcome = ? where id = ?",
+                [now(), "skipped: superseded by a newer push", job["delivery_id"]])
+            from bot import metrics
+
+            metrics.JOBS.labels(kind="round", outcome="skipped").inc()
+            return "skipped"
+        conn.execute(
+            "update jobs set status = 'running', owner = ?, started_at = ?, "
+            "lease_until = ?, attempts = attempts + 1 where id = ?",
+            [owner, now(), stamp + lease, job["id"]])
+        job.update(attempts=job["attempts"] + 1, status="running", owner=owner)
+        return Job.from_row(job)
 
     @staticmethod
     def _superseded(conn, job: dict) -> bool:
@@ -208,6 +228,8 @@ class SqliteQueueStore:
             [job["repo"], job["number"], job["id"]],
         ).fetchone()
         return newer is not None and not json.loads(job["payload"] or "{}").get("force")
+
+    _FINISH = "update jobs set status = ?, finished_at = ?, error = ? where id = ?"
 
     def finish(self, job_id: int, status: str, error: str | None = None) -> None:
         self.db["jobs"].update(job_id, {"status": status, "finished_at": now(), "error": error})

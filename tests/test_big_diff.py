@@ -1,0 +1,231 @@
+"""Deciding a big diff: each defect costs what it costs on a small one, and anchors land where
+an independent bisect over the diff puts them.
+
+The cost is counted, not timed: the Python lines the tracker executes while it decides
+(``sys.settrace``), which do not depend on the machine's load. What one more defect costs
+must not grow with the number of changed lines; before the per-round indexes it grew with it
+(every defect rescanned the whole hunk and rebuilt the file's added lines and their tokens).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import unidiff
+
+from bench import bigdiff as bench_bigdiff
+from bench.bigdiff import GitDiffs, RefFile, big_files
+from tracker.anchors import NEARBY_LINES, Anchor, DiffMap, FileMap, Status
+from tracker.decide import RoundInput, decide_round
+from tracker.ledger import Ledger
+from tracker.models import Finding
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git for the diffs")
+
+TRACKER = str(Path(__file__).resolve().parent.parent / "tracker")
+
+
+def traced_lines(work) -> int:
+    """How many lines of tracker/ code run while ``work()`` runs."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if not frame.f_code.co_filename.startswith(TRACKER):
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        work()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def decide_cost(rounds: list[dict[str, str]], findings, tmp: Path) -> int:
+    """Tracker lines run to decide round 2 (the first push) of ``findings`` on ``rounds``."""
+    repo = GitDiffs(tmp / "repo")
+    repo.start(rounds[0])
+    patch = unidiff.PatchSet(repo.diff(rounds[1]))
+    with Ledger(tmp / "ledger.db") as ledger:
+        pr = ledger.pull_request("o/r", 1)["id"]
+        ledger.begin_round(pr, "h0")
+        with ledger.transaction():
+            for finding, code in findings:
+                ledger.add_defect(pr, finding, 0, code=code)
+        ledger.finish_round(pr, 1)
+        defects = ledger.defects(pr)
+    return traced_lines(lambda: decide_round(defects, RoundInput(2, DiffMap(patch), rounds[1])))
+
+
+def per_defect(shape_files, findings_of, tmp: Path, few: int, many: int) -> float:
+    """What each defect beyond ``findings_of(few)`` costs in ``findings_of(many)``; work done
+    once per file cancels out."""
+    costs, sizes = [], []
+    for n, where in ((few, "a"), (many, "b")):
+        (tmp / where).mkdir(parents=True)
+        findings = findings_of(n)
+        costs.append(decide_cost(shape_files, findings, tmp / where))
+        sizes.append(len(findings))
+    return (costs[1] - costs[0]) / (sizes[1] - sizes[0])
+
+
+SPOTS = [  # (body line, extra lines, what the comment says) of each commented function
+    (0, 0, "`{word}` is computed twice here"),
+    (1, 0, "please call `validate_{b}` before this"),
+    (2, 2, "```suggestion\n{last}  # checked\n```"),
+    (3, 0, "this is not thread safe"),
+    (5, 0, "`compute` may raise here"),
+    (8, 0, "`w_{f}_{b}` should change with this"),
+]
+
+
+def commented(shape: str, files: dict[str, str], blocks: list[int]) -> list:
+    """The same comments at the same places of functions ``blocks`` of at most two files:
+    what surrounds each is the same however big the rest of the diff is."""
+    size = bench_bigdiff.HUNK_BLOCK if shape == "hunks" else bench_bigdiff.GIANT_BLOCK
+    out = []
+    for f, path in enumerate(sorted(files)[:2]):
+        lines = files[path].split("\n")
+        for b in blocks:
+            for j, extra, text in SPOTS:
+                n = b * size + 2 + j
+                code = lines[n - 1 : n + extra]
+                out.append((Finding(text.format(word=code[0].split()[0], b=b, f=f,
+                                                last=code[-1].strip()), path, n, n + extra),
+                            "\n".join(code)))
+    return out
+
+
+@pytest.mark.parametrize("shape,changed", [("giant", 400), ("hunks", 1000)])
+def test_a_defect_costs_the_same_on_a_diff_four_times_bigger(shape, changed, tmp_path):
+    """One giant hunk, or hundreds of hunks over 20 files: the same comments in the same
+    places cost the same with four times the changed lines around them."""
+    blocks = [b for b in range(1, 40) if b % 7 and b % 10][:4]  # plain functions
+    marginal = {}
+    for size in (changed, 4 * changed):
+        files = [big_files(shape, r, size) for r in (0, 1)]
+        marginal[size] = per_defect(
+            files, lambda n, f=files[0]: commented(shape, f, blocks[: n]), tmp_path / str(size),
+            2, 4)
+    assert marginal[4 * changed] < 1.15 * marginal[changed], marginal
+
+
+def many_files(count: int, size: int, round_number: int) -> dict[str, str]:
+    """``count`` Python files of ``size`` lines, every third line edited in round 1."""
+    out = {}
+    for f in range(count):
+        lines = [f"v_{f}_{i} = compute({i})" + ("  # r1" if round_number and i % 3 == 0
+                                                 else "") for i in range(size)]
+        out[f"pkg/m{f}.py"] = "\n".join(lines) + "\n"
+    return out
+
+
+def round_robin(files: dict[str, str], n: int) -> list[tuple[Finding, str]]:
+    """``n`` defects on untouched lines, one file after the other."""
+    paths = sorted(files)
+    out = []
+    for k in range(n):
+        path, line = paths[k % len(paths)], 2 + 3 * (k // len(paths))
+        out.append((Finding(f"`v_{k}` here", path, line, line),
+                    files[path].split("\n")[line - 1]))
+    return out
+
+
+def test_a_round_over_more_files_than_a_cache_holds_reads_each_file_once(tmp_path):
+    """70 files (more than the 64 texts the caches keep between rounds), defects taking
+    turns among them: within a round each file is split, normalised and tokenised once, so a
+    defect costs the same whatever the size of its file."""
+    marginal = {}
+    for size in (30, 120):
+        rounds = [many_files(70, size, r) for r in (0, 1)]
+        marginal[size] = per_defect(rounds, lambda n, f=rounds[0]: round_robin(f, n),
+                                    tmp_path / str(size), 70, 140)
+    assert marginal[120] < 1.3 * marginal[30], marginal
+
+
+def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):
+    """What a round worked out about its texts does not outlive it: the small cache used
+    between rounds is not filled by deciding one."""
+    from tracker.anchors import file_lines
+
+    rounds = [many_files(70, 30, r) for r in (0, 1)]
+    file_lines.cache_clear()
+    decide_cost(rounds, round_robin(rounds[0], 70), tmp_path)
+    assert file_lines.cache_info().currsize == 0
+
+
+# -- where anchors go --------------------------------------------------------------------------
+
+
+def scanned(fm: FileMap, lo: int, hi: int) -> tuple[list[str], list[str], bool]:
+    """Removed lines, added lines and 'an edit next to it', by walking every line of every
+    hunk (the mapping as it was before it bisected)."""
+    removed, added, nearby = [], [], False
+    for start, _, lines in fm._hunks:
+        last, last_removed = start - 1, False
+        for ln in lines:
+            if ln.line_type == " ":
+                last, last_removed = ln.source_line_no, False
+            elif ln.line_type == "-":
+                last, last_removed = ln.source_line_no, True
+                if lo <= last <= hi:
+                    removed.append(ln.value.rstrip("\n"))
+                elif lo - NEARBY_LINES <= last <= hi + NEARBY_LINES:
+                    nearby = True
+            elif lo <= last < hi or (last_removed and last == hi):
+                added.append(ln.value.rstrip("\n"))
+            elif lo - NEARBY_LINES <= last <= hi + NEARBY_LINES:
+                nearby = True
+    return removed, added, nearby
+
+
+def random_rounds(seed: int) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    vocab = ["}", "", "return x", "{", "x = 1", "# note"]
+    lines = [rng.choice(vocab) if rng.random() < 0.3 else f"v{i} = g({i})"
+             for i in range(rng.randint(50, 400))]
+    new = []
+    for i, line in enumerate(lines):
+        p = rng.random()
+        if p < 0.08:
+            continue  # deleted
+        new.append(line + "  # e" if p < 0.2 else line)
+        if p > 0.93:
+            new += [rng.choice(vocab + [f"w{i}_{k} = 2" for k in range(3)])
+                    for _ in range(rng.randint(1, 8))]
+    if rng.random() < 0.5:
+        new = [f"head{k}" for k in range(rng.randint(1, 4))] + new
+    return [{"a.py": "\n".join(lines) + "\n"}, {"a.py": "\n".join(new) + "\n"}]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_every_anchor_lands_where_an_independent_bisect_puts_it(seed, tmp_path):
+    """Random edits (deletions, edits, insertions, new lines on top), every range of 1, 2 and
+    5 lines: the status and new range agree with the bench's reference (sorted arrays and
+    bisect, written apart from the tracker), and the lines removed, added and next to it
+    with a walk over every hunk line."""
+    old, new = random_rounds(seed)
+    repo = GitDiffs(tmp_path / "repo")
+    repo.start(old)
+    patch = unidiff.PatchSet(repo.diff(new))
+    diff, ref = DiffMap(patch), RefFile(patch[0])
+    size = old["a.py"].count("\n")
+    checked = 0
+    for lo in range(1, size + 1):
+        for hi in {lo, lo + 1, lo + 4}:
+            if hi > size:
+                continue
+            m = diff.map(Anchor("a.py", lo, hi))
+            assert (m.status, m.anchor.start, m.anchor.end) == ref.map(lo, hi), (lo, hi)
+            assert (m.removed, m.added, m.nearby_change) == scanned(diff.files["a.py"], lo, hi)
+            checked += 1
+    assert checked > 100 and any(diff.map(Anchor("a.py", n, n)).status is Status.DELETED
+                                 for n in range(1, size + 1))
