@@ -216,3 +216,15 @@ def m007_check_runs(db: Database) -> None:
     # conclusion it shows now: a person resolving a defect between pushes updates it in place.
     db["rounds"].add_column("check_run_id", int)
     db["rounds"].add_column("check_shown", str)
+
+
+@migrations()
+def m008_pull_request_host(db: Database) -> None:
+    # One ledger for GitHub and GitLab: a PR's identity carries its host. A GitLab merge
+    # request's repo is "gitlab:<project path>" (":" is in no GitHub name, so the unique
+    # (repo, number) never joins two hosts' PRs) and this column says which host each PR is
+    # on, derived from the repo so that no writer can set it wrong. Self-contained: renumber
+    # freely when merging beside other migrations.
+    db.execute("alter table pull_requests add column host text generated always as "
+               "(case when repo like 'gitlab:%' then 'gitlab' else 'github' end) virtual")
+    db.execute("create index pull_requests_host on pull_requests (host, repo, number)")

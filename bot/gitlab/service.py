@@ -9,6 +9,7 @@ then only delays that to the first job.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import aiohttp
@@ -35,9 +36,15 @@ class GitLabService:
         self.config = config
         self.bot_login = bot_login
         self.client: GitLabClient | None = None
+        self._whoami: asyncio.Task | None = None
 
     async def start(self, session: aiohttp.ClientSession, retry: RetryPolicy | None) -> None:
+        """Open the client; who the token is is asked in the background (start-up does not
+        wait for GitLab)."""
         self.client = GitLabClient(session, self.config.url, self.config.token, retry=retry)
+        self._whoami = asyncio.create_task(self._ask_who())
+
+    async def _ask_who(self) -> None:
         try:
             me = await self.client.me()
             log.info("GitLab at %s: acting as %s", self.config.url, me.get("username"))
