@@ -50,6 +50,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--cache", help="folder for cached LLM answers (default: OUT/llm-cache)")
     run.add_argument("--tolerance", type=int, default=1,
                      help="line tolerance when matching findings to defects (default 1)")
+    run.add_argument("--forge", choices=("github", "gitlab"), default="github",
+                     help="replay through the fake GitHub (default) or the fake GitLab")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=cmd_run)
     compare = bsub.add_parser("compare", help="print the deltas between two runs",
@@ -246,7 +248,7 @@ def cmd_run(args) -> int:
         tasks=args.tasks, out=Path(args.out), model=args.model, api_base=args.api_base,
         judge=args.judge, concurrency=args.concurrency, baseline=args.baseline,
         limit=args.limit, resume=args.resume, cache=Path(args.cache) if args.cache else None,
-        tolerance=args.tolerance, progress=not args.quiet,
+        tolerance=args.tolerance, progress=not args.quiet, forge=args.forge,
     )
     try:
         summary = asyncio.run(run(opts))
