@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .gitlab.settings import GITLAB_SETTINGS, GitLabConfig
+from .gitlab.settings import SETTINGS as GITLAB_SETTINGS
+from .gitlab.settings import GitLabConfig
 from .review.llm_config import LLM_SETTINGS, LLMConfig
 from .review.prompt_context import CONTEXT_SETTINGS
 from .store.queue import is_postgres, split_schema, sqlite_path

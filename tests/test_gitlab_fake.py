@@ -75,7 +75,7 @@ async def test_positions_must_match_a_diff_version_and_a_line_as_gitlab_wants(gi
 
 
 async def test_after_a_push_notes_move_with_their_line_or_stay_outdated(gitlab):
-    fake, project, client, forge = gitlab
+    fake, project, client, _forge = gitlab
     mr = fake.projects[project].mrs[3]
     kept = fake.add_diff_note(project, 3, "rev", "calc.py", 9, "mul: name it product")[0]
     gone = fake.add_diff_note(project, 3, "rev", "calc.py", 10, "use operator.mul")[0]
@@ -90,7 +90,7 @@ async def test_after_a_push_notes_move_with_their_line_or_stay_outdated(gitlab):
 
 
 async def test_lists_follow_gitlabs_pagination(gitlab):
-    fake, project, client, forge = gitlab
+    fake, project, _client, forge = gitlab
     mr = fake.projects[project].mrs[3]
     for i in range(230):
         fake.add_note(mr, "rev", f"note {i}")
@@ -117,7 +117,7 @@ async def test_status_transitions_and_the_check_run_mapping(gitlab):
 
 
 async def test_a_bad_token_is_unauthorized_and_not_retried(gitlab):
-    fake, project, client, forge = gitlab
+    fake, project, _client, _forge = gitlab
     async with aiohttp.ClientSession() as session:
         bad = GitLabClient(session, fake.url, "glpat-wrong", retry=FAST)
         from bot.forge import Unauthorized
@@ -157,3 +157,15 @@ def test_a_server_for_gitlab_alone_needs_no_app():
                      "GITHUB_APP_ID": "1"})
     with pytest.raises(ConfigError, match="GITHUB_APP_ID"):
         load_config({})
+
+
+async def test_the_settings_file_may_live_in_dot_gitlab(gitlab):
+    fake, project, _client, forge = gitlab
+    tree = fake.projects[project].trees[BASE]
+    assert await forge.file_text(".github/roundwise.yml") is None
+    tree[".github/roundwise.yml"] = "fail_on: Major\n"
+    assert await forge.file_text(".github/roundwise.yml") == "fail_on: Major\n"
+    tree[".gitlab/roundwise.yml"] = "fail_on: Minor\n"
+    assert await forge.file_text(".github/roundwise.yml") == "fail_on: Minor\n"
+    # at a commit, a path is that path: a PR editing .github/roundwise.yml reads as it is
+    assert await forge.file_text(".github/roundwise.yml", BASE) == "fail_on: Major\n"

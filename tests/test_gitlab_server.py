@@ -155,7 +155,7 @@ async def test_a_redelivered_hook_is_processed_once(tmp_path):
 
 
 async def test_a_bad_token_is_401_before_any_work(tmp_path):
-    h, project = await _start(tmp_path)
+    h, _project = await _start(tmp_path)
     try:
         seen = len(h.fake.requests)
         for token in ("wrong", None):
@@ -242,6 +242,14 @@ async def test_a_person_resolving_a_discussion_resolves_its_defect(tmp_path):
             h.ledger.history(pr["id"], after.key))
         kinds = [r["kind"] for r in h.ledger.signal_rows(pr["id"], defect.key)]
         assert kinds.count("thread_resolved") == 1
+        # and unresolving it (no hook of its own either) undoes the person's resolution
+        h.fake.resolve(_mr(h, project), discussion.id, False, "sam")
+        await h.deliver("Merge Request Hook", hooks.merge_request(h.fake, project, IID,
+                                                                  "update", user="sam"))
+        await h.idle(REPO, IID)
+        assert h.ledger.defect(pr["id"], defect.key).state is State.NEW
+        kinds = [r["kind"] for r in h.ledger.signal_rows(pr["id"], defect.key)]
+        assert kinds == ["thread_resolved", "thread_unresolved"]
     finally:
         await h.__aexit__(None, None, None)
 

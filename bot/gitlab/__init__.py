@@ -10,7 +10,8 @@ host-neutral handlers) and ``service`` (what the server mounts).
 from .client import GitLabClient, ProjectClient
 from .forge import GitLabForge
 from .service import GitLabService, mount
-from .settings import GITLAB_SETTINGS, GitLabConfig
+from .settings import SETTINGS as GITLAB_SETTINGS
+from .settings import GitLabConfig
 
 __all__ = ["GITLAB_SETTINGS", "GitLabClient", "GitLabConfig", "GitLabForge", "GitLabService",
            "ProjectClient", "client", "diffs", "errors", "forge", "ids", "jobs", "mount",

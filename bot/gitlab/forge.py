@@ -20,6 +20,7 @@ import re
 
 from ..confine import repo_path
 from ..forge import Comment, Forge, InlineComment, PullRequest, Thread
+from ..settings import PATH as SETTINGS_PATH
 from .client import ProjectClient
 from .diffs import line_code, locate, unified
 from .errors import NotAcceptable, NotFound, Unavailable, Unprocessable
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 #: GitLab's access levels as the port's permissions (Developer can push: "write")
 LEVELS = ((50, "admin"), (40, "maintain"), (30, "write"), (5, "read"))
 STATUS_NAME = "roundwise"
+GITLAB_SETTINGS_PATH = ".gitlab/roundwise.yml"  # read before .github/roundwise.yml
 MAX_DESCRIPTION = 255  # GitLab cuts a commit status's description there
 
 
@@ -111,7 +113,13 @@ class GitLabForge(Forge):
         if repo_path(path) != path:
             log.warning("not reading %r: not a path inside the repository", path[:200])
             return None
-        return await self.project.file_raw(path, ref or await self.project.default_branch())
+        if ref is None:  # the default branch: the settings, read from there only
+            ref = await self.project.default_branch()
+            if path == SETTINGS_PATH:  # on GitLab, .gitlab/roundwise.yml first
+                found = await self.project.file_raw(GITLAB_SETTINGS_PATH, ref)
+                if found is not None:
+                    return found
+        return await self.project.file_raw(path, ref)
 
     # -- discussions -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The GitLab backend's settings: a project or group access token, the instance, the hook secret.
 
-``GITLAB_SETTINGS`` joins ``bot.config.SETTINGS`` (README's settings table lists them);
+``SETTINGS`` joins ``bot.config.SETTINGS`` (README's settings table lists them);
 ``GitLabConfig.from_env`` reads them, and is None when ``GITLAB_TOKEN`` is unset (the server
 then serves GitHub only). A server may serve GitLab alone: the GitHub App's settings are then
 not required.
@@ -13,12 +13,12 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_GITLAB_URL", "GITLAB_SETTINGS", "GitLabConfig"]
+__all__ = ["DEFAULT_GITLAB_URL", "SETTINGS", "GitLabConfig"]
 
 DEFAULT_GITLAB_URL = "https://gitlab.com"
 
 #: name -> (meaning, default), as ``bot.config.SETTINGS``
-GITLAB_SETTINGS: dict[str, tuple[str, str]] = {
+SETTINGS: dict[str, tuple[str, str]] = {
     "GITLAB_TOKEN": (("a project or group access token (role Developer or above, scope "
                       "`api`); set it to review GitLab merge requests"), "unset"),
     "GITLAB_URL": ("the GitLab instance (self-managed: https://HOST)", DEFAULT_GITLAB_URL),
