@@ -50,6 +50,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--cache", help="folder for cached LLM answers (default: OUT/llm-cache)")
     run.add_argument("--tolerance", type=int, default=1,
                      help="line tolerance when matching findings to defects (default 1)")
+    run.add_argument("--forge", choices=("github", "gitlab"), default="github",
+                     help="replay through the fake GitHub (default) or the fake GitLab")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--repo-settings", metavar="FILE",
                      help="a .github/roundwise.yml given to every task's repository (e.g. to "
@@ -249,7 +251,7 @@ def cmd_run(args) -> int:
         tasks=args.tasks, out=Path(args.out), model=args.model, api_base=args.api_base,
         judge=args.judge, concurrency=args.concurrency, baseline=args.baseline,
         limit=args.limit, resume=args.resume, cache=Path(args.cache) if args.cache else None,
-        tolerance=args.tolerance, progress=not args.quiet,
+        tolerance=args.tolerance, progress=not args.quiet, forge=args.forge,
         repo_settings=Path(args.repo_settings).read_text() if args.repo_settings else None,
     )
     try:

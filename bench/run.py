@@ -59,6 +59,7 @@ class RunOptions:
     progress: bool = True
     skipped: list[str] = field(default_factory=list)
     repo_settings: str | None = None  # .github/roundwise.yml for every task's repository
+    forge: str = "github"  # or "gitlab": the fake GitLab (bench.replay_gitlab)
 
 
 def gather_tasks(paths: list[str], limit: int | None = None) -> tuple[list[Task], list[str]]:
@@ -106,7 +107,12 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     cache = opts.cache or opts.out / "llm-cache"
-    async with Harness(work / "ledger.db", model=opts.model, api_base=opts.api_base,
+    harness_class, replay = Harness, replay_task
+    if opts.forge == "gitlab":
+        from .replay_gitlab import GitLabHarness
+        from .replay_gitlab import replay_task as replay
+        harness_class = GitLabHarness
+    async with harness_class(work / "ledger.db", model=opts.model, api_base=opts.api_base,
                        llm_cache=str(cache) if opts.model else None,
                        workers=max(opts.concurrency, 1),
                        repo_settings=opts.repo_settings) as harness:
@@ -123,7 +129,7 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
 
                 posted: list[dict] = []
                 try:
-                    records = await replay_task(harness, task, on_round, posted)
+                    records = await replay(harness, task, on_round, posted)
                 except (BotError, TaskError, ValueError, KeyError) as exc:
                     errors[task.task_id] = f"{type(exc).__name__}: {exc}"
                     log.warning("task %s failed: %s", task.task_id, exc)

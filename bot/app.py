@@ -1,6 +1,7 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
-``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), ``GET /healthz``
+``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), with
+GitLab configured ``POST /gitlab/webhook`` (``bot.gitlab``), ``GET /healthz``
 and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). It opens
 the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
 PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
@@ -26,8 +27,10 @@ from . import health, metrics
 from .appkeys import STATE
 from .config import Config, ConfigError, load_config
 from .disconnects import disconnects
+from .forge import Forge
 from .github import GitHubApp, GitHubForge, RetryPolicy
 from .github.webhooks import handle_webhook
+from .gitlab import mount as mount_gitlab
 from .handlers import Handlers
 from .jobs import JobQueue, Workers
 from .logs import with_job_context
@@ -102,7 +105,9 @@ def create_app(config: Config, *, engine: Engine | None = None,
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
-    app.router.add_post("/webhook", handle_webhook)
+    if config.app_id:  # no App, no GitHub deliveries (a server for GitLab alone)
+        app.router.add_post("/webhook", handle_webhook)
+    gitlab = mount_gitlab(app, config.gitlab, config.bot_login) if config.gitlab else None
     app.router.add_get("/", home)
     app.router.add_get("/docs", docs)
     app.router.add_get("/healthz", healthz)
@@ -115,11 +120,16 @@ def create_app(config: Config, *, engine: Engine | None = None,
             lock.acquire()  # one server per SQLite ledger file (bot.health)
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
-        state.github = GitHubApp(state.session, config.app_id, config.private_key,
-                                 config.api_url, retry=retry)
+        if config.app_id:
+            state.github = GitHubApp(state.session, config.app_id, config.private_key,
+                                     config.api_url, retry=retry)
         github = state.github
+        if gitlab:
+            await gitlab.start(state.session, retry)
 
-        def forge_for(job) -> GitHubForge:
+        def forge_for(job) -> Forge:
+            if gitlab and gitlab.owns(job):  # bot.gitlab: a merge request
+                return gitlab.forge(job)
             return GitHubForge(github.repo(job.installation_id, job.repo))
 
         runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
@@ -127,7 +137,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
                              bot_logins=config.bot_logins, review_drafts=config.review_drafts)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
-        state.workers = Workers(state.queue, with_job_context(handlers.handle),
+        handle = gitlab.jobs(handlers).handle if gitlab else handlers.handle
+        state.workers = Workers(state.queue, with_job_context(handle),
                                 count=config.workers, poll=poll)
         if start_workers:
             state.workers.start()

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .gitlab.settings import SETTINGS as GITLAB_SETTINGS
+from .gitlab.settings import GitLabConfig
 from .review.llm_config import LLM_SETTINGS, LLMConfig
 from .review.prompt_context import CONTEXT_SETTINGS
 from .store.queue import is_postgres, split_schema, sqlite_path
@@ -30,6 +32,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
                                 "this or the key required"),
     "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
     "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
+    **GITLAB_SETTINGS,
     "ROUNDWISE_DB": (("the ledger and job queue: a SQLite file (a path or sqlite:///PATH, one "
                       "server) or postgresql://USER@HOST/DB[?schema=NAME] (any number of "
                       "replicas)"), "roundwise.db"),
@@ -56,6 +59,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
 #: an App's client id (``Iv1.`` and 16 hex digits, or ``Iv23`` and letters/digits)
 CLIENT_ID = re.compile(r"Iv[0-9A-Za-z.]{10,}")
 LOG_FORMATS = ("text", "json")
+GITHUB_APP_VARS = ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH",
+                   "GITHUB_WEBHOOK_SECRET")
 
 
 class ConfigError(ValueError):
@@ -77,6 +82,7 @@ class Config:
     log_format: str = "text"
     retention_days: float = 14.0  # processed deliveries and finished jobs (bot.retention)
     job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
+    gitlab: GitLabConfig | None = None  # None: no GitLab (bot.gitlab)
 
     @property
     def model(self) -> str | None:
@@ -118,6 +124,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Read and check every setting; raises ConfigError listing all problems at once."""
     env = os.environ if env is None else env
     problems: list[str] = []
+    gitlab = GitLabConfig.from_env(env, problems)
+    app_checks = len(problems)
 
     app_id = (env.get("GITHUB_APP_ID") or "").strip()
     if not app_id:
@@ -160,6 +168,9 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if not secret:
         problems.append("GITHUB_WEBHOOK_SECRET is not set: use the webhook secret configured "
                         "on the App (every delivery's signature is checked with it)")
+
+    if gitlab is not None and not any(env.get(name) for name in GITHUB_APP_VARS):
+        del problems[app_checks:]  # a server for GitLab alone: there is no App to check
 
     api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
     if not api_url.startswith(("http://", "https://")):
@@ -243,4 +254,5 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         log_format=log_format,
         retention_days=keep_days,
         job_lease=job_lease,
+        gitlab=gitlab,
     )

@@ -16,6 +16,7 @@ import pytest
 from bot.store import open_ledger_store as open_any_store
 from bot.store import split_schema
 from bot.store.ledger_postgres import PostgresLedgerStore
+from bot.store.ledger_schema import LEDGER_MIGRATIONS
 from tracker.ledger import Ledger, LedgerError, now
 from tracker.lifecycle import InvalidTransition, State
 from tracker.models import DecidedBy, Decision, Finding, Origin, Signal
@@ -56,7 +57,7 @@ def test_the_tracker_opens_sqlite_and_points_postgres_to_the_bot(tmp_path):
 def test_the_bot_opens_a_postgres_ledger_in_the_schema_its_url_names(pg_schema):
     with open_any_store(f"{PG_URL}?schema={pg_schema}") as store:
         assert isinstance(store, LedgerStore) and store.threaded
-        assert store.migrated == ["ledger_001_core", "ledger_002_learnings"]
+        assert store.migrated == [name for name, _ in LEDGER_MIGRATIONS]
         store.pull_request("o/r", 5)
     with open_any_store(PG_URL, schema=pg_schema) as again:  # migrations applied once
         assert again.migrated == [] and again.find_pull_request("o/r", 5)["number"] == 5
@@ -317,9 +318,6 @@ def test_stores_opened_together_on_postgres_migrate_once(pg_schema):
     with ThreadPoolExecutor(4) as pool:
         stores = list(pool.map(lambda _: open_any_store(PG_URL, schema=pg_schema), range(4)))
     try:
-        from bot.store.ledger_schema import LEDGER_MIGRATIONS
-
-        # one store applied every migration, the others none
         assert sorted(len(s.migrated) for s in stores) == [0, 0, 0, len(LEDGER_MIGRATIONS)]
         stores[0].pull_request("o/r", 1)
         assert [p["number"] for p in stores[3].pull_requests()] == [1]

@@ -21,6 +21,8 @@ from psycopg.rows import dict_row
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
+from bot.store.ledger_schema import LEDGER_MIGRATIONS
+from bot.store.postgres import MIGRATIONS
 
 from .conftest import PG_URL
 from .server_kit import (
@@ -61,7 +63,7 @@ async def test_a_replica_killed_mid_round_is_taken_over_once_by_the_other(tmp_pa
             assert not (tmp_path / "unused.db").exists()
             assert [r["name"] for r in rows(schema, "select name from roundwise_migrations "
                                                     "order by name")] == \
-                ["001_queue", "ledger_001_core", "ledger_002_learnings"]  # each applied once
+                sorted(name for name, _ in MIGRATIONS + LEDGER_MIGRATIONS)  # each once
             body = payloads.encode(payloads.pull_request(fake, REPO, NUMBER, "opened"))
             headers = payloads.headers("pull_request", body, SECRET, "replica-1")
             async with session.post(f"http://127.0.0.1:{ports[0]}/webhook", data=body,

@@ -46,11 +46,12 @@ def test_readme_settings_table_matches_the_config_code():
 
 def test_every_variable_the_config_code_reads_is_declared():
     read = set()
-    for module in ("bot/config.py", "bot/review/llm_config.py", "bot/review/prompt_context.py"):
+    for module in ("bot/config.py", "bot/review/llm_config.py", "bot/review/prompt_context.py",
+                   "bot/gitlab/settings.py"):
         tree = ast.parse((ROOT / module).read_text())
         read |= {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
                  and isinstance(node.value, str)
-                 and re.fullmatch(r"(GITHUB|ROUNDWISE)_[A-Z_]+", node.value)}
+                 and re.fullmatch(r"(GITHUB|GITLAB|ROUNDWISE)_[A-Z_]+", node.value)}
     assert read == set(SETTINGS)
 
 

@@ -240,3 +240,15 @@ def m008_learnings(db: Database) -> None:
         defaults={"dismissed": 0, "judged": 0, "muted": 0},
     )
     db["learnings"].create_index(["repo", "kind"], unique=True)
+
+
+@migrations()
+def m009_pull_request_host(db: Database) -> None:
+    # One ledger for GitHub and GitLab: a PR's identity carries its host. A GitLab merge
+    # request's repo is "gitlab:<project path>" (":" is in no GitHub name, so the unique
+    # (repo, number) never joins two hosts' PRs) and this column says which host each PR is
+    # on, derived from the repo so that no writer can set it wrong. Self-contained: renumber
+    # freely when merging beside other migrations.
+    db.execute("alter table pull_requests add column host text generated always as "
+               "(case when repo like 'gitlab:%' then 'gitlab' else 'github' end) virtual")
+    db.execute("create index pull_requests_host on pull_requests (host, repo, number)")

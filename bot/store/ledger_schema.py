@@ -150,4 +150,12 @@ LEDGER_MIGRATIONS: list[tuple[str, str]] = [
             unique (repo, kind)
         );
     """),
+    # One ledger for GitHub and GitLab (tracker/schema.py m009): the host each PR is on,
+    # derived from its repo ("gitlab:<project path>" for a GitLab merge request). Self-
+    # contained: renumber freely when merging beside other migrations.
+    ("ledger_003_pull_request_host", """
+        alter table pull_requests add column host text generated always as
+            (case when repo like 'gitlab:%' then 'gitlab' else 'github' end) stored;
+        create index pull_requests_host on pull_requests (host, repo, number);
+    """),
 ]

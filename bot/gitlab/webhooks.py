@@ -1,0 +1,226 @@
+"""``POST /gitlab/webhook``: authenticate, validate, record and enqueue GitLab hooks.
+
+GitLab signs nothing by default: a hook carries the webhook's secret token itself in
+``X-Gitlab-Token``. It is compared with ``GITLAB_WEBHOOK_SECRET`` in constant time before a
+byte of the body is read (missing or wrong → 401). GitLab's newer signing token is accepted
+too: a hook with ``webhook-signature`` (Standard Webhooks: ``v1,<base64 HMAC-SHA256 of
+"{webhook-id}.{webhook-timestamp}.{body}">``, the timestamp within five minutes) is checked
+against ``GITLAB_WEBHOOK_SIGNING_TOKEN`` once its body is read; a wrong signature is a 401 even
+when the token matched. Bodies are bounded as on ``/webhook`` (no compression, 25 MB, 10 s).
+
+Merge Request hooks open rounds (``open``, ``reopen``, and ``update`` with ``oldrev``: a push)
+or close the MR; an ``update`` without a push reads the MR's discussions again (GitLab sends no
+hook for resolving one thread); Note hooks on merge requests become people's comments or
+``/roundwise`` commands; Push hooks review the open MRs of the pushed branch. A hook is recorded
+once by ``Idempotency-Key`` (else ``X-Gitlab-Event-UUID``): a redelivery is answered 200 and
+does nothing more. Everything lands in the same durable queue as GitHub's deliveries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import logging
+import time
+from dataclasses import dataclass, field
+
+import aiohttp
+from aiohttp import web
+
+from .. import metrics
+from ..appkeys import STATE
+from ..github.body import MAX_BODY, READ_TIMEOUT, parse_payload
+from .ids import REPO_PREFIX, repo_key, valid_project_path
+
+__all__ = ["GITLAB_APP", "MAX_SKEW", "handle_gitlab_webhook", "route", "verify_signature"]
+
+log = logging.getLogger(__name__)
+
+GITLAB_APP = web.AppKey("roundwise_gitlab", object)
+EVENTS = {"Merge Request Hook", "Note Hook", "Push Hook"}
+MAX_SKEW = 300  # seconds a signed hook's timestamp may be off (Standard Webhooks' advice)
+ZERO = "0" * 40
+
+
+class BadPayload(ValueError):
+    """A hook body that is JSON but not what its event promises."""
+
+
+@dataclass
+class Route:
+    kind: str | None
+    repo: str | None = None
+    number: int | None = None
+    installation_id: int | None = None  # the project's numeric id
+    head_sha: str | None = None
+    payload: dict = field(default_factory=dict)
+    reason: str = ""
+
+
+def verify_signature(key: bytes, body: bytes, msg_id: str, stamp: str, header: str,
+                     now: float) -> bool:
+    """A Standard Webhooks ``webhook-signature`` (space-separated ``v1,<base64>``) over
+    ``{id}.{timestamp}.{body}`` with ``key``, its timestamp within ``MAX_SKEW`` of ``now``."""
+    try:
+        if abs(now - int(stamp)) > MAX_SKEW:
+            return False
+    except ValueError:
+        return False
+    signed = msg_id.encode() + b"." + stamp.encode() + b"." + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest())
+    return any(hmac.compare_digest(expected, part.partition(",")[2].encode())
+               for part in header.split() if part.startswith("v1,"))
+
+
+def _get(payload: dict, dotted: str, kind: type | None = None):
+    value = payload
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise BadPayload(f"missing field {dotted!r}")
+        value = value[part]
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise BadPayload(f"{dotted!r} must be {'an object' if kind is dict else kind.__name__}")
+    return value
+
+
+def _project(payload: dict) -> tuple[str, int]:
+    path = _get(payload, "project.path_with_namespace", str)
+    if not valid_project_path(path):
+        raise BadPayload("project.path_with_namespace must be a GitLab project path")
+    return repo_key(path), _get(payload, "project.id", int)
+
+
+def route(event: str, payload: dict, bot_username: str | None) -> Route:
+    """What a hook asks of the bot; raises BadPayload when required fields are missing."""
+    if event == "Merge Request Hook":
+        repo, project = _project(payload)
+        attrs = _get(payload, "object_attributes", dict)
+        iid = _get(payload, "object_attributes.iid", int)
+        action = attrs.get("action")
+        head = (attrs.get("last_commit") or {}).get("id")
+        if action in ("open", "reopen") or (action == "update" and attrs.get("oldrev")):
+            if not isinstance(head, str):
+                raise BadPayload("object_attributes.last_commit.id is required")
+            return Route("round", repo, iid, project, head,
+                         {"action": {"open": "opened", "reopen": "reopened"}.get(
+                             action, "synchronize")})
+        if action in ("close", "merge"):
+            return Route("closed", repo, iid, project, head, {"merged": action == "merge"})
+        if action == "update":
+            return Route("gitlab_sync", repo, iid, project, None, {})
+        return Route(None, reason=f"merge request {action} is not handled")
+    if event == "Note Hook":
+        attrs = _get(payload, "object_attributes", dict)
+        if attrs.get("noteable_type") != "MergeRequest":
+            return Route(None, reason="a note on something other than a merge request")
+        if attrs.get("system"):
+            return Route(None, reason="a system note")
+        user = (payload.get("user") or {}).get("username")
+        if bot_username and user == bot_username:
+            return Route(None, reason="the bot's own note")
+        repo, project = _project(payload)
+        iid = _get(payload, "merge_request.iid", int)
+        _get(payload, "object_attributes.id", int)
+        note = {k: attrs.get(k) for k in ("id", "note", "type", "discussion_id", "position",
+                                          "action", "created_at", "updated_at")}
+        return Route("gitlab_note", repo, iid, project, None,
+                     {"note": note, "user": {"username": user}})
+    if event == "Push Hook":
+        repo, project = _project(payload)
+        ref, after = _get(payload, "ref", str), payload.get("after")
+        if not ref.startswith("refs/heads/"):
+            return Route(None, reason="a push that is not to a branch")
+        if not isinstance(after, str) or after == ZERO:
+            return Route(None, reason="a deleted branch")
+        return Route("gitlab_push", repo, None, project, after,
+                     {"branch": ref.removeprefix("refs/heads/"), "after": after})
+    return Route(None, reason=f"event {event} is not handled")
+
+
+def _label(event: str) -> str:
+    return {"Merge Request Hook": "gitlab_merge_request", "Note Hook": "gitlab_note",
+            "Push Hook": "gitlab_push"}.get(event, "gitlab_other")
+
+
+def _refuse(event: str, outcome: str, status: int, error: str, **headers) -> web.Response:
+    metrics.DELIVERIES.labels(event=_label(event), outcome=outcome).inc()
+    return web.json_response({"error": error}, status=status, headers=headers or None)
+
+
+async def _read(request: web.Request) -> bytes:
+    """The whole body, bounded; ``_Refused`` says why not."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise _Refused(415, f"compressed bodies ({encoding}) are not accepted")
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise _Refused(413, f"bodies over {MAX_BODY} bytes are not accepted")
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(READ_TIMEOUT):
+            async for chunk in request.content.iter_chunked(64 * 1024):
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise _Refused(413, f"bodies over {MAX_BODY} bytes are not accepted")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _Refused(408, f"the body did not arrive within {READ_TIMEOUT:g}s") from None
+    except (ConnectionError, aiohttp.ClientError):
+        raise _Refused(400, "the body was cut off") from None
+    return b"".join(chunks)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+async def handle_gitlab_webhook(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    gitlab = request.app[GITLAB_APP]
+    config = gitlab.config
+    event = request.headers.get("X-Gitlab-Event", "")
+    token = request.headers.get("X-Gitlab-Token")
+    signature = request.headers.get("webhook-signature")
+    token_ok = token is not None and bool(config.webhook_secret) and hmac.compare_digest(
+        token.encode(), config.webhook_secret.encode())
+    signed = signature is not None and config.signing_key is not None
+    if (token is not None and not token_ok) or not (token_ok or signed):
+        return _refuse(event, "bad_signature", 401, "X-Gitlab-Token missing or wrong")
+    try:
+        body = await _read(request)
+    except _Refused as exc:
+        return _refuse(event, "refused", exc.status, exc.reason, Connection="close")
+    if signed and not verify_signature(
+            config.signing_key, body, request.headers.get("webhook-id", ""),
+            request.headers.get("webhook-timestamp", ""), signature, time.time()):
+        return _refuse(event, "bad_signature", 401, "webhook-signature missing or wrong")
+    delivery = (request.headers.get("Idempotency-Key") or
+                request.headers.get("X-Gitlab-Event-UUID") or
+                request.headers.get("webhook-id") or "").strip()
+    if not event or not delivery or len(delivery) > 200:
+        return _refuse(event, "bad_request", 400,
+                       "X-Gitlab-Event and X-Gitlab-Event-UUID (or Idempotency-Key) are required")
+    try:
+        payload = parse_payload(body)
+        if not isinstance(payload, dict):
+            raise BadPayload("the body must be a JSON object")
+        target = route(event, payload, gitlab.client.known_username())
+    except (ValueError, BadPayload) as exc:
+        return _refuse(event, "bad_request", 400, f"bad payload: {exc}")
+    if target.kind is None:
+        metrics.DELIVERIES.labels(event=_label(event), outcome="ignored").inc()
+        return web.json_response({"ignored": target.reason})
+    action = (payload.get("object_attributes") or {}).get("action")
+    job_id = await state.queue.accept_soon(
+        f"{REPO_PREFIX}{delivery}", event, action if isinstance(action, str) else None,
+        target.kind, repo=target.repo, number=target.number,
+        installation_id=target.installation_id, payload=target.payload,
+        head_sha=target.head_sha)
+    if job_id is None:
+        metrics.DELIVERIES.labels(event=_label(event), outcome="duplicate").inc()
+        return web.json_response({"duplicate": delivery})
+    metrics.DELIVERIES.labels(event=_label(event), outcome="queued").inc()
+    return web.json_response({"queued": job_id}, status=202)
