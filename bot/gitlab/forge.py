@@ -220,6 +220,11 @@ class GitLabForge(Forge):
             raise ValueError("resolving a discussion needs the merge request")
         await self.project.resolve_discussion(self.iid, thread_id, True)
 
+    async def unresolve_thread(self, thread_id: str) -> None:
+        if self.iid is None:
+            raise ValueError("unresolving a discussion needs the merge request")
+        await self.project.resolve_discussion(self.iid, thread_id, False)
+
     async def create_issue_comment(self, number: int, body: str) -> int:
         note = await self.project.create_note(number, self._links(body))
         return from_note(note["id"])

@@ -42,8 +42,12 @@ async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
     posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
     record.new = {key: cid for (kind, key, r), cid in posted.items()
                   if kind == "new" and r == number}
-    await _sync_threads(forge, store, pr, plan, record)
+    # Threads of defects that are back unfold before their reply ("D1 is back" must not land
+    # in a folded thread); threads of resolved ones fold after it (on GitLab a note added to
+    # a resolved discussion would leave it unresolved).
+    await _sync_threads(forge, store, pr, plan, record, fold=False)
     await _post_replies(forge, store, pr, number, plan, posted, record)
+    await _sync_threads(forge, store, pr, plan, record, fold=True)
     body = await off_loop(store, summary_body, store, pr["id"], number, head, plan,
                           settings_error, record)
     record.summary_id = await post_summary(forge, pr["number"], body, bot_logins)
@@ -110,17 +114,17 @@ async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan
 
 
 async def _sync_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
-                        record: RoundRecord) -> None:
-    """Resolve the bot's threads of defects this round resolves; unresolve the threads of
-    defects that are back (so "D1 is back" is not posted into a folded thread)."""
+                        record: RoundRecord, *, fold: bool) -> None:
+    """``fold``: resolve the bot's threads of defects this round resolves; else unresolve the
+    threads of defects that are back (so "D1 is back" is not posted into a folded thread)."""
     decided = {d.key: d.state for d in plan.decisions}
     wanted = {}
     for defect in await off_loop(store, store.defects, pr["id"]):
         state = decided.get(defect.key)
-        if state is State.RESOLVED and defect.origin.value == "bot" and \
+        if fold and state is State.RESOLVED and defect.origin.value == "bot" and \
                 defect.state is not State.RESOLVED:
             wanted[defect.key] = True
-        elif state is State.REOPENED and defect.state is State.RESOLVED:
+        elif not fold and state is State.REOPENED and defect.state is State.RESOLVED:
             wanted[defect.key] = False
     record.threads.update(await sync_threads(forge, store, pr, wanted))
 
