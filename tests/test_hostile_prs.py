@@ -1,0 +1,66 @@
+"""Hostile pull requests and floods must not stall the server for everyone (issue 19, 1-4).
+
+Through the real server and the fake GitHub: while a round reviews a PR of thousands of
+changed files, or reads a settings file whose aliases expand to gigabytes, ``/healthz`` is
+still answered quickly; an oversized diff is refused by size and its round still completes
+with a "too large" summary; a job that kills its worker each time is given up after its
+attempts; a flood of slow bodies behind made-up signatures does not lock real deliveries out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from .server_kit import open_pr, running_bot
+
+LAG_LIMIT = 1.0  # seconds: generous on a loaded machine, far below what a stalled loop takes
+
+
+async def slowest_healthz(bot, done: asyncio.Event) -> float:
+    """The slowest ``/healthz`` answer seen until ``done`` is set (polling every 50 ms)."""
+    worst = 0.0
+    while not done.is_set():
+        started = time.monotonic()
+        async with bot.session.get(f"{bot.url}/healthz") as resp:
+            await resp.read()
+        worst = max(worst, time.monotonic() - started)
+        await asyncio.sleep(0.05)
+    return worst
+
+
+async def while_idle(bot, timeout: float = 60.0) -> float:
+    """Wait for the queue to drain while probing ``/healthz``; the slowest answer."""
+    done = asyncio.Event()
+    probe = asyncio.create_task(slowest_healthz(bot, done))
+    try:
+        await bot.idle(timeout)
+    finally:
+        done.set()
+    return await probe
+
+
+# -- item 4: a YAML bomb inside the size and alias limits ---------------------------------------
+
+def yaml_bomb(levels: int = 21) -> str:
+    """Each level an alias list of two of the one before: 2**levels leaves from 2*levels
+    aliases and a few hundred bytes, turned into a string by the ``min_severity`` check."""
+    names = ["a"] + [f"l{i}" for i in range(levels)]
+    items = ["&a " + "x" * 60] + [f"&{q} [*{p},*{p}]" for p, q in zip(names, names[1:])]
+    return "min_severity: [" + ", ".join(items) + "]\n"
+
+
+async def test_a_yaml_bomb_within_the_alias_limit_is_refused_before_it_expands(tmp_path):
+    text = yaml_bomb()
+    assert len(text) < 500 and text.count("*") <= 50
+    async with running_bot(tmp_path) as bot:
+        open_pr(bot.fake, default_files={".github/roundwise.yml": text})
+        started = time.monotonic()
+        assert (await bot.pull_request("opened"))[0] == 202
+        worst = await while_idle(bot)
+        assert worst < LAG_LIMIT
+        assert time.monotonic() - started < 5
+        assert [r["status"] for r in bot.rounds()] == ["complete"]
+        [summary] = bot.bot_comments()
+        assert "expands its aliases" in summary["body"]
+        assert "using the defaults" in summary["body"]
