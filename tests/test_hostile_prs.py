@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from .server_kit import open_pr, running_bot
+from .server_kit import NUMBER, Tap, open_pr, running_bot
 
 LAG_LIMIT = 1.0  # seconds: generous on a loaded machine, far below what a stalled loop takes
 
@@ -64,3 +64,28 @@ async def test_a_yaml_bomb_within_the_alias_limit_is_refused_before_it_expands(t
         [summary] = bot.bot_comments()
         assert "expands its aliases" in summary["body"]
         assert "using the defaults" in summary["body"]
+
+
+# -- item 2: a job that kills its worker --------------------------------------------------------
+
+async def test_a_round_that_kills_its_server_each_time_is_given_up_after_five_claims(tmp_path):
+    """The server stops (as a kill leaves the ledger: the job ``running``) while the round
+    waits on GitHub, five times; the sixth start gives the job up instead of running it."""
+    for start in range(1, 7):
+        async with running_bot(tmp_path) as bot:
+            tap = Tap(bot.fake)
+            tap.hold("GET", rf"/pulls/{NUMBER}$")
+            open_pr(bot.fake)
+            if start == 1:
+                assert (await bot.pull_request("opened"))[0] == 202
+            if start < 6:
+                await asyncio.wait_for(tap.held.wait(), 10)
+                [job] = bot.jobs("round")
+                assert job["status"] == "running" and job["attempts"] == start
+            else:
+                await asyncio.sleep(0.3)  # workers polling: nothing is claimed any more
+                [job] = bot.jobs("round")
+                assert job["status"] == "failed" and job["attempts"] == 5
+                assert "interrupted 5 times" in job["error"]
+                assert not tap.held.is_set()
+            tap.release()
