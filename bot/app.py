@@ -134,7 +134,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
         runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
                              serializer(state.queue), bot_login=config.bot_login,
-                             bot_logins=config.bot_logins, review_drafts=config.review_drafts)
+                             bot_logins=config.bot_logins, review_drafts=config.review_drafts,
+                             limits=config.review_limits)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
         handle = gitlab.jobs(handlers).handle if gitlab else handlers.handle
