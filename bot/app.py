@@ -23,7 +23,7 @@ from aiohttp import web
 from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
-from . import health, metrics
+from . import health, metrics, tempclean
 from .appkeys import STATE
 from .config import Config, ConfigError, load_config
 from .disconnects import disconnects
@@ -118,6 +118,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
     async def start(app: web.Application) -> None:
         if lock:
             lock.acquire()  # one server per SQLite ledger file (bot.health)
+        await asyncio.to_thread(tempclean.clean_stale)  # what a killed server left in /tmp
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
         if config.app_id:

@@ -10,7 +10,14 @@ attempts; a flood of slow bodies behind made-up signatures does not lock real de
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import tempfile
 import time
+
+from bot.bounds import ReviewLimits
+from bot.github import client as github_client
 
 from .server_kit import NUMBER, REPO, Tap, open_pr, running_bot
 
@@ -113,3 +120,38 @@ async def test_a_pr_of_thousands_of_files_leaves_the_server_answering(tmp_path):
         assert "2700 changed files" in summary["body"] and "at most 300 files" in summary["body"]
         reviewed = {c["path"] for c in bot.fake.review_comments(REPO, NUMBER)}
         assert reviewed and reviewed <= {f"pkg/m{i:04d}.py" for i in range(300)}
+
+
+async def test_start_up_removes_the_ruff_folders_a_killed_server_left(tmp_path, monkeypatch):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = scratch / f"roundwise-ruff-{gone}-x1"  # its process was killed mid-round
+    (dead / "pkg").mkdir(parents=True)
+    (dead / "pkg" / "big.py").write_text("x = 1\n" * 1000)
+    live = scratch / f"roundwise-ruff-{os.getppid()}-x2"  # a live process's: kept
+    live.mkdir()
+    async with running_bot(tmp_path):
+        assert not dead.exists() and live.exists()
+
+
+# -- item 2: an oversized diff ------------------------------------------------------------------
+
+async def test_an_oversized_diff_is_read_no_further_than_the_cap_and_reviewed_in_part(
+        tmp_path, monkeypatch):
+    """A 3 MB diff (inside GitHub's 20,000 lines) against a 1 MB read cap: the bot stops
+    reading it, falls back to the per-file patches as after GitHub's 406, and reviews what fits
+    the round's byte limit, saying what it left out."""
+    monkeypatch.setattr(github_client, "MAX_DIFF_BYTES", 1024 * 1024)
+    files = {f"pkg/wide{i:02d}.py": "".join(f"print('{'x' * 290}', {n})\n" for n in range(500))
+             for i in range(20)}
+    async with running_bot(tmp_path, review_limits=ReviewLimits(max_bytes=256 * 1024)) as bot:
+        open_pr(bot.fake, head_files=files)
+        assert (await bot.pull_request("opened"))[0] == 202
+        await while_idle(bot)
+        assert [r["status"] for r in bot.rounds()] == ["complete"]
+        assert bot.calls("GET", rf"/pulls/{NUMBER}/files")  # the fallback to per-file patches
+        [summary] = bot.bot_comments()
+        assert "were not reviewed" in summary["body"] and "256 KB of diff" in summary["body"]
