@@ -24,7 +24,7 @@ from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
 from . import health, metrics, tempclean
-from .appkeys import STATE
+from .appkeys import STATE, UNVERIFIED
 from .config import Config, ConfigError, load_config
 from .disconnects import disconnects
 from .forge import Forge
@@ -39,6 +39,7 @@ from .review.engine import Engine, offline_engine
 from .round import RoundRunner
 from .store import is_postgres, off_loop, open_ledger_store, open_queue_store
 from .store.queue import redact
+from .unverified import UnverifiedBodies
 
 log = logging.getLogger("roundwise")
 
@@ -105,6 +106,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
+    app[UNVERIFIED] = UnverifiedBodies()  # bot.unverified: slow bodies cannot take every slot
     if config.app_id:  # no App, no GitHub deliveries (a server for GitLab alone)
         app.router.add_post("/webhook", handle_webhook)
     gitlab = mount_gitlab(app, config.gitlab, config.bot_login) if config.gitlab else None

@@ -15,10 +15,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from urllib.parse import urlsplit
 
+from bot import serving, unverified
 from bot.bounds import ReviewLimits
+from bot.github import body as body_module
 from bot.github import client as github_client
 
+from .test_hostile_input import request_head
 from .server_kit import NUMBER, REPO, Tap, open_pr, running_bot
 
 LAG_LIMIT = 1.0  # seconds: generous on a loaded machine, far below what a stalled loop takes
@@ -155,3 +159,37 @@ async def test_an_oversized_diff_is_read_no_further_than_the_cap_and_reviewed_in
         assert bot.calls("GET", rf"/pulls/{NUMBER}/files")  # the fallback to per-file patches
         [summary] = bot.bot_comments()
         assert "were not reviewed" in summary["body"] and "256 KB of diff" in summary["body"]
+
+
+# -- item 3: slow bodies behind made-up signatures ---------------------------------------------
+
+async def test_a_flood_of_slow_unsigned_bodies_does_not_lock_out_deliveries_or_healthz(
+        tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(serving, "MAX_CONNECTIONS", 60)
+    monkeypatch.setattr(unverified, "PER_PEER", 8)
+    monkeypatch.setattr(body_module, "READ_TIMEOUT", 3.0)
+    async with running_bot(tmp_path) as bot:
+        url = urlsplit(bot.url)
+        flood = []
+        for _ in range(150):  # more than the connection cap, each trickling its body
+            reader, writer = await asyncio.open_connection(url.hostname, url.port)
+            writer.write(request_head(10_000) + b'{"zen": ')
+            flood.append((reader, writer))
+        await asyncio.sleep(0.3)
+        for _ in range(5):
+            started = time.monotonic()
+            status, _ = await bot.deliver("ping", {"zen": "Keep it awesome.", "hook_id": 1})
+            assert status == 200 and time.monotonic() - started < LAG_LIMIT
+            async with bot.session.get(f"{bot.url}/healthz") as resp:
+                assert resp.status == 200
+        refused = 0
+        for reader, writer in flood[:40]:  # the flood was told no at once, or cut off
+            line = await asyncio.wait_for(reader.readline(), 5)
+            refused += line.startswith(b"HTTP/1.1 429") or line.startswith(b"HTTP/1.1 503")
+            writer.close()
+        assert refused >= 30
+        for _, writer in flood[40:]:
+            writer.close()
+        await asyncio.sleep(0.2)
+    tracebacks = [r for r in caplog.records if r.exc_info or "Connection closed" in r.getMessage()]
+    assert tracebacks == []

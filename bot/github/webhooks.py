@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from .. import metrics
-from ..appkeys import STATE
+from ..appkeys import STATE, UNVERIFIED
 from ..commands import parse_command
 from .body import BodyRefused, parse_payload, read_signed
+from ..unverified import Refused
 from .client import valid_full_name
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,15 @@ async def handle_webhook(request: web.Request) -> web.Response:
     state = request.app[STATE]
     event = request.headers.get("X-GitHub-Event", "")
     try:  # bot.github.body: no inflating, a size cap and a deadline before the signature
-        body = await read_signed(request, state.config.webhook_secret)
+        if request.content.is_eof() or not request.headers.get("X-Hub-Signature-256"):
+            body = await read_signed(request, state.config.webhook_secret)
+        else:  # still arriving: under the budget of unverified bodies (bot.unverified)
+            with request.app[UNVERIFIED].slot(request.remote, request.transport):
+                body = await read_signed(request, state.config.webhook_secret)
+    except Refused as exc:
+        metrics.DELIVERIES.labels(event=_label(event), outcome="refused").inc()
+        return web.json_response({"error": exc.reason}, status=exc.status,
+                                 headers={"Connection": "close", "Retry-After": "1"})
     except BodyRefused as exc:
         metrics.DELIVERIES.labels(event=_label(event), outcome="refused").inc()
         return web.json_response({"error": exc.reason}, status=exc.status,
