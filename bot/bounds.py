@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ReviewLimits", "bound_diff", "too_large_note"]
+__all__ = ["DEFAULT", "ReviewLimits", "bound_diff", "too_large_note"]
 
 SECTION = "diff --git "
 
@@ -21,6 +21,9 @@ class ReviewLimits:
     max_files: int = 300
     max_lines: int = 20_000
     max_bytes: int = 2 * 1024 * 1024
+
+
+DEFAULT = ReviewLimits()
 
 
 def _sections(diff: str) -> list[str]:

@@ -10,8 +10,8 @@ attempts; a flood of slow bodies behind made-up signatures does not lock real de
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,8 +22,8 @@ from bot.bounds import ReviewLimits
 from bot.github import body as body_module
 from bot.github import client as github_client
 
-from .test_hostile_input import request_head
 from .server_kit import NUMBER, REPO, Tap, open_pr, running_bot
+from .test_hostile_input import request_head
 
 LAG_LIMIT = 1.0  # seconds: generous on a loaded machine, far below what a stalled loop takes
 
@@ -59,7 +59,7 @@ def yaml_bomb(levels: int = 21) -> str:
     """Each level an alias list of two of the one before: 2**levels leaves from 2*levels
     aliases and a few hundred bytes, turned into a string by the ``min_severity`` check."""
     names = ["a"] + [f"l{i}" for i in range(levels)]
-    items = ["&a " + "x" * 60] + [f"&{q} [*{p},*{p}]" for p, q in zip(names, names[1:])]
+    items = ["&a " + "x" * 60] + [f"&{q} [*{p},*{p}]" for p, q in itertools.pairwise(names)]
     return "min_severity: [" + ", ".join(items) + "]\n"
 
 
@@ -130,8 +130,9 @@ async def test_start_up_removes_the_ruff_folders_a_killed_server_left(tmp_path, 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await child.wait()
+    gone = child.pid
     dead = scratch / f"roundwise-ruff-{gone}-x1"  # its process was killed mid-round
     (dead / "pkg").mkdir(parents=True)
     (dead / "pkg" / "big.py").write_text("x = 1\n" * 1000)
@@ -185,7 +186,7 @@ async def test_a_flood_of_slow_unsigned_bodies_does_not_lock_out_deliveries_or_h
         refused = 0
         for reader, writer in flood[:40]:  # the flood was told no at once, or cut off
             line = await asyncio.wait_for(reader.readline(), 5)
-            refused += line.startswith(b"HTTP/1.1 429") or line.startswith(b"HTTP/1.1 503")
+            refused += line.startswith((b"HTTP/1.1 429", b"HTTP/1.1 503"))
             writer.close()
         assert refused >= 30
         for _, writer in flood[40:]:

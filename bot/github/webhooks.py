@@ -19,8 +19,8 @@ from aiohttp import web
 from .. import metrics
 from ..appkeys import STATE, UNVERIFIED
 from ..commands import parse_command
-from .body import BodyRefused, parse_payload, read_signed
 from ..unverified import Refused
+from .body import BodyRefused, parse_payload, read_signed
 from .client import valid_full_name
 
 log = logging.getLogger(__name__)

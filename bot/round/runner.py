@@ -20,11 +20,12 @@ from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
 from .. import checks, metrics
+from ..bounds import DEFAULT as DEFAULT_LIMITS
+from ..bounds import ReviewLimits
 from ..forge import Comment, Forge
 from ..jobs import Job
 from ..review.engine import Engine
 from ..store.offload import off_loop
-from ..bounds import ReviewLimits
 from .commit import commit
 from .gather import gather, read_settings
 from .handover import close_superseded
@@ -39,7 +40,7 @@ class RoundRunner:
 
     def __init__(self, ledger: Ledger, forge_for: Callable[[Job], Forge], engine: Engine,
                  serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
-                 review_drafts: bool = False, limits: ReviewLimits = ReviewLimits(),
+                 review_drafts: bool = False, limits: ReviewLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic):
         self.ledger = ledger
         self.bot_login = bot_login
