@@ -144,22 +144,39 @@ async def test_start_up_removes_the_ruff_folders_a_killed_server_left(tmp_path, 
 
 # -- item 2: an oversized diff ------------------------------------------------------------------
 
-async def test_an_oversized_diff_is_read_no_further_than_the_cap_and_reviewed_in_part(
-        tmp_path, monkeypatch):
+async def test_an_oversized_diff_is_read_no_further_than_the_cap(tmp_path, monkeypatch):
     """A 3 MB diff (inside GitHub's 20,000 lines) against a 1 MB read cap: the bot stops
-    reading it, falls back to the per-file patches as after GitHub's 406, and reviews what fits
-    the round's byte limit, saying what it left out."""
+    reading it, asks for no files list (as large), and the round completes saying the PR is
+    too large to review."""
     monkeypatch.setattr(github_client, "MAX_DIFF_BYTES", 1024 * 1024)
     files = {f"pkg/wide{i:02d}.py": "".join(f"print('{'x' * 290}', {n})\n" for n in range(500))
              for i in range(20)}
-    async with running_bot(tmp_path, review_limits=ReviewLimits(max_bytes=256 * 1024)) as bot:
+    async with running_bot(tmp_path) as bot:
         open_pr(bot.fake, head_files=files)
         assert (await bot.pull_request("opened"))[0] == 202
         await while_idle(bot)
         assert [r["status"] for r in bot.rounds()] == ["complete"]
-        assert bot.calls("GET", rf"/pulls/{NUMBER}/files")  # the fallback to per-file patches
+        assert not bot.calls("GET", rf"/pulls/{NUMBER}/files")
         [summary] = bot.bot_comments()
-        assert "were not reviewed" in summary["body"] and "256 KB of diff" in summary["body"]
+        assert "too large to review" in summary["body"]
+        assert bot.fake.review_comments(REPO, NUMBER) == []
+
+
+async def test_a_diff_over_the_round_limit_is_reviewed_in_part(tmp_path):
+    """Inside the read cap but over the round's byte limit: whole files in diff order are
+    reviewed, and the summary says how many were left out and why."""
+    files = {f"pkg/wide{i:02d}.py": "".join(f"print('{'x' * 290}', {n})\n" for n in range(100))
+             for i in range(10)}
+    async with running_bot(tmp_path, review_limits=ReviewLimits(max_bytes=100 * 1024)) as bot:
+        open_pr(bot.fake, head_files=files)
+        assert (await bot.pull_request("opened"))[0] == 202
+        await while_idle(bot)
+        assert [r["status"] for r in bot.rounds()] == ["complete"]
+        [summary] = bot.bot_comments()
+        assert "7 changed files" in summary["body"] and "100 KB of diff" in summary["body"]
+        reviewed = {c["path"] for c in bot.fake.review_comments(REPO, NUMBER)}
+        assert reviewed == {f"pkg/wide{i:02d}.py" for i in range(3)}
+
 
 
 # -- item 3: slow bodies behind made-up signatures ---------------------------------------------
