@@ -10,11 +10,12 @@ offline reviewer, 3 workers, a fresh SQLite ledger) and this one, which measures
 
 1. Quiet: ``--deliveries`` signed ``pull_request`` opened deliveries for ordinary PRs, one
    every 50 ms; the client-measured acknowledgement p99 is the baseline.
-2. Noisy: the hostile PR is opened (``--files`` changed files, a one-line print each) and
-   pushed again (a ``--diff-mb`` MB diff, inside GitHub's 20,000 lines), while ``--flood``
-   connections send a webhook body a byte a second behind a made-up ``X-Hub-Signature-256``
-   (reconnecting a second after the server closes one); the same number of deliveries for
-   other ordinary PRs is sent the same way and their p99 measured again.
+2. Noisy: ``--flood`` connections (from a process of their own) send a webhook body a byte a
+   second behind a made-up ``X-Hub-Signature-256``, reconnecting a second after the server
+   closes one; the hostile PR is opened (``--files`` changed files, a one-line print each)
+   and half the deliveries for other ordinary PRs are sent; once its round is done it is
+   pushed again (a ``--diff-mb`` MB diff, inside GitHub's 20,000 lines) and the other half
+   sent; their p99 is measured again.
 3. Every ordinary PR's round must complete for its head (PR number and full head sha, read
    from the ledger) within ``--deadline`` seconds of the start.
 
