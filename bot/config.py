@@ -215,18 +215,18 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         keep_days = 14.0
 
     limits = {}
-    for name, key in (("ROUNDWISE_MAX_REVIEW_FILES", "max_files"),
-                      ("ROUNDWISE_MAX_REVIEW_LINES", "max_lines"),
-                      ("ROUNDWISE_MAX_REVIEW_BYTES", "max_bytes")):
+    for name, limit in (("ROUNDWISE_MAX_REVIEW_FILES", "max_files"),
+                        ("ROUNDWISE_MAX_REVIEW_LINES", "max_lines"),
+                        ("ROUNDWISE_MAX_REVIEW_BYTES", "max_bytes")):
         value = env.get(name)
         if value:
             try:
-                limits[key] = int(value)
-                if limits[key] < 1:
+                limits[limit] = int(value)
+                if limits[limit] < 1:
                     raise ValueError
             except ValueError:
                 problems.append(f"{name}={value!r} must be a whole number of at least 1")
-                limits.pop(key, None)
+                limits.pop(limit, None)
 
     lease = env.get("ROUNDWISE_JOB_LEASE") or "600"
     try:
