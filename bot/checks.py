@@ -18,6 +18,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from tracker.calibration import unsure_label
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
@@ -117,12 +118,25 @@ def _cell(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def unsure_lines(decisions: list[dict]) -> list[str]:
+    """The round's decisions the tracker was unsure of (``tracker.calibration``), in words."""
+    out = []
+    for d in sorted(decisions, key=lambda d: d.get("confidence") or 0):
+        label = unsure_label(d.get("state", ""), d.get("confidence"))
+        if label and d.get("decided_by") != "human":
+            out.append(f"- **{d['key']}** {label}: `{d.get('rule')}`, "
+                       f"{round(100 * d['confidence'])}% likely right")
+    return (["Unsure this round (no verifier confirmed them):", *out, ""]) if out else []
+
+
 def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
-           summary_url: str | None = None) -> dict:
-    """The check run's ``output`` without annotations: title, summary and the defect table."""
+           summary_url: str | None = None, decisions: list[dict] = ()) -> dict:
+    """The check run's ``output`` without annotations: title, summary and the defect table;
+    ``decisions``: the round's decisions (as its plan stores them), for the unsure ones."""
     lines = [_verdict(defects, fail_on), ""]
     if summary_url:
         lines += [f"The full ledger is in the [roundwise summary]({summary_url}).", ""]
+    lines += unsure_lines(list(decisions))
     rows = sorted(standing(defects), key=lambda d: -severity_rank(d.severity))
     text = []
     if rows:
@@ -194,7 +208,9 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
         return None
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
-    out = output(defects, fail_on, pr["repo"], head)
+    plan = await off_loop(store, store.plan, pr["id"], number)
+    out = output(defects, fail_on, pr["repo"], head,
+                 decisions=(plan or {}).get("decisions") or [])
     notes = annotations(defects, fail_on)
     try:
         await forge.update_check_run(row["check_run_id"], {

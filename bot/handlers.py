@@ -87,7 +87,8 @@ class Handlers:
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
         outcome = await self._db(take_comment, self.ledger, pr_id, comment,
                                  pr_author=pr["author"], code=code)
-        disputed = outcome.signal is SignalKind.REVIEWER_DISPUTES and outcome.defect
+        disputed = outcome.signal in (SignalKind.REVIEWER_DISPUTES, SignalKind.REVIEWER_REPEATS) \
+            and outcome.defect
         await self._refresh(job, [outcome.defect.key] if disputed else [])
         return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
 

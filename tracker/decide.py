@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from . import calibration
 from .anchors import (
     Anchor,
     DiffMap,
@@ -98,11 +99,15 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     by_key: dict[str, list[Signal]] = {}
     for signal in rnd.signals:
         by_key.setdefault(signal.defect_key, []).append(signal)
-    return [
-        decide_defect(defect, rnd, by_key.get(defect.key, []))
-        for defect in defects
-        if not defect.ignored
-    ]
+    table = calibration.current()
+    out = []
+    for defect in defects:
+        if defect.ignored:
+            continue
+        decision = decide_defect(defect, rnd, by_key.get(defect.key, []))
+        decision.confidence = round(table.confidence(decision.rule, decision.confidence), 3)
+        out.append(decision)
+    return out
 
 
 def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Decision:
@@ -141,7 +146,7 @@ def _human_decision(defect: Defect, previous: State, signals: list[Signal]) -> D
         )
     return Decision(defect.key, state, rule=str(signal.kind),
                     evidence=f"{signal.author or 'a person'} {what}",
-                    decided_by=DecidedBy.HUMAN)
+                    decided_by=DecidedBy.HUMAN, confidence=calibration.HUMAN)
 
 
 def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
@@ -184,6 +189,7 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                     defect.key, State.REOPENED, "fingerprint-reappeared",
                     f"the code it was about came back at {path}:{where[0]}-{where[1]}",
                     candidate=True, path=path, line_start=where[0], line_end=where[1],
+                    confidence=0.7,
                 )
         if mapped and mapped.status is Status.MODIFIED and defect.code and mapped.added:
             to_bad, to_fix = _closest(mapped.added, bad, defect.code)
@@ -192,9 +198,10 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                     defect.key, State.REOPENED, "fix-undone",
                     f"the fixed lines were edited again and now resemble the old code "
                     f"(similarity {to_bad:.2f} to it, {to_fix:.2f} to the fix)", candidate=True,
+                    confidence=0.6,
                 )
     return Decision(defect.key, State.RESOLVED, "stays-resolved",
-                    "resolved earlier and its code has not come back")
+                    "resolved earlier and its code has not come back", confidence=0.9)
 
 
 def _closest(lines: list[str], bad: str, fix: str) -> tuple[float, float]:

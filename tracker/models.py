@@ -213,6 +213,12 @@ class SignalKind(str, Enum):
     COMMAND_RESOLVE = "command_resolve"  # `/roundwise resolve D3` by someone with write access
     COMMAND_IGNORE = "command_ignore"
     THUMBS_DOWN = "thumbs_down"  # a 👎 on the bot's comment (read at the next round)
+    REVIEWER_APPROVES = "reviewer_approves"  # the remark's reviewer approved, or opened a
+    # later remark with thanks ("looks good, only ..."), after a push: their remark was met
+    REVIEWER_MOVED_ON = "reviewer_moved_on"  # the remark's reviewer commented elsewhere after
+    # a push without coming back to it: weak evidence it was met
+    REVIEWER_REPEATS = "reviewer_repeats"  # the reviewer raised it again after a push
+    AUTHOR_PROMISES = "author_promises"  # the author says it will be done ("will do")
 
     def __str__(self) -> str:
         return self.value

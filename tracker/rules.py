@@ -595,11 +595,48 @@ def remark_code_changed(case: Case) -> Ruling | None:
 
 
 
+def _said(case: Case, kind: SignalKind) -> Signal | None:
+    found = [s for s in case.signals if s.kind is kind]
+    return found[-1] if found else None
+
+
+def remark_repeated(case: Case) -> Ruling | None:
+    """The reviewer raised the remark again after the push: it was not met."""
+    said = _said(case, SignalKind.REVIEWER_REPEATS)
+    if said is None:
+        return None
+    return Ruling(State.OPEN, "remark-repeated", f"{said.author or 'the reviewer'} raised it "
+                  "again after the push", 0.8)
+
+
+def remark_approved(case: Case) -> Ruling | None:
+    """The reviewer who made the remark approved (or opened a later remark with thanks)
+    after a push, without raising it again."""
+    said = _said(case, SignalKind.REVIEWER_APPROVES)
+    if said is None:
+        return None
+    return Ruling(State.RESOLVED, "remark-approved", f"{said.author or 'the reviewer'} "
+                  f"accepted the change after the push: {said.body}", 0.7)
+
+
+def remark_moved_on(case: Case) -> Ruling | None:
+    """The reviewer who made the remark commented elsewhere after a push and did not come
+    back to it: weak evidence it was met."""
+    said = _said(case, SignalKind.REVIEWER_MOVED_ON)
+    if said is None or not case.diff.touched_paths():
+        return None
+    return Ruling(State.RESOLVED, "remark-moved-on", f"{said.author or 'the reviewer'} "
+                  "commented elsewhere after the push and did not come back to it", 0.5)
+
+
 REMARK_RULES: list[Rule] = [
+    remark_repeated,
+    remark_approved,
     tests_cover_subject,
     remark_named_changed,
     remark_named_in_changes,
     remark_kind_changed,
+    remark_moved_on,
     remark_code_changed,
 ]
 
@@ -615,6 +652,9 @@ SWITCHES: dict[str, bool] = {
     "tests_added": False,  # off in 21 of 22
     "remark_kind_changed": True,  # on in 22 of 22
     "tests_cover_subject": True,
+    "remark_repeated": True,
+    "remark_approved": True,
+    "remark_moved_on": True,
 }
 
 
