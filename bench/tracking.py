@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tracker.anchors import DiffMap, excerpt, find_code, normalise
 from tracker.decide import RoundInput, decide_round
+from tracker.discussion import first_lines
 from tracker.intake import Comment, Outcome, take_comment
 from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
@@ -143,14 +144,17 @@ def round_input(task: Task, t: int, signals) -> RoundInput:
     upstream changes a merge of the target branch (a new base) brought in."""
     snapshot = task.snapshot(t)
     before, now = task.round(t - 1), task.round(t)
+    messages = first_lines([c.get("message") or "" for c in now.commits])
     if (before.base_sha or task.pr.get("base_sha")) == (now.base_sha or task.pr.get("base_sha")):
-        return RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot, signals)
+        rnd = RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot, signals)
+        rnd.messages = messages
+        return rnd
     previous = task.snapshot(t - 1)
     paths = set(previous) | set(snapshot)
     moved = interdiff(before.diff, now.diff, {p: previous.get(p) for p in paths},
                       {p: snapshot.get(p) for p in paths})
     return RoundInput(t, DiffMap(moved.round), snapshot, list(signals),
-                      upstream=DiffMap(moved.upstream))
+                      upstream=DiffMap(moved.upstream), messages=messages)
 
 
 def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Replay:

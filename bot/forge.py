@@ -168,6 +168,12 @@ class ForgeReader(ABC):
         tell says ``ahead``, and rounds are reviewed as plain pushes."""
         return "ahead"
 
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        """The first lines of the messages of the commits from ``base`` to ``head``, oldest
+        first (at most ``MAX_MESSAGES``), as evidence of what a push meant to do. A forge
+        that cannot tell gives none."""
+        return []
+
     @abstractmethod
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (the default branch when None); None when absent."""

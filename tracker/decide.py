@@ -59,6 +59,7 @@ class RoundInput:
     signals: list[Signal] = field(default_factory=list)
     diffs_from: dict[str, DiffMap] = field(default_factory=dict)  # anchor commit -> new head
     upstream: DiffMap | None = None  # previous head -> itself rebased, after a rebase
+    messages: list[str] = field(default_factory=list)  # this push's commit messages
 
     def rebased(self, defect: Defect) -> Defect:
         """The defect as it stands once upstream changes (a rebase) are applied: moved with
@@ -155,7 +156,7 @@ def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
 
     The rule tables of ``tracker.rules`` decide, from what the comment is about.
     """
-    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped)
+    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped, rnd.messages)
     ruling = rule(case, LIVE_RULES if mapped is not None else REMARK_RULES)
     disputes = [s for s in signals if s.kind is SignalKind.REVIEWER_DISPUTES]
     evidence = ruling.evidence

@@ -64,6 +64,20 @@ _AGREE = re.compile(
 )
 
 
+MAX_MESSAGES = 250  # commits whose messages a round reads (GitHub's compare lists 250)
+MAX_MESSAGE = 200  # characters kept of a message's first line
+
+
+def first_lines(messages: list[str]) -> list[str]:
+    """Each message's first line, bounded, for the tracker (PR text: untrusted data)."""
+    out = []
+    for message in messages[-MAX_MESSAGES:]:
+        line = str(message or "").strip().split("\n", 1)[0].strip()
+        if line:
+            out.append(line[:MAX_MESSAGE])
+    return out
+
+
 def plain_text(body: str | None) -> str:
     """A comment body without quoted replies and code blocks (suggestion blocks excepted)."""
     text = _QUOTE.sub("", body or "")

@@ -63,6 +63,7 @@ class Case:
     files: dict[str, str | None]  # texts at the new head
     signals: list[Signal] = field(default_factory=list)
     mapped: Mapped | None = None  # the defect's whole range, mapped to the new head
+    messages: list[str] = field(default_factory=list)  # this push's commit messages
 
     # -- the comment ---------------------------------------------------------------------------
 
@@ -579,6 +580,23 @@ def remark_kind_changed(case: Case) -> Ruling | None:
                   f"{' and '.join(sorted(kinds))}, and no such file changed this round", 0.5)
 
 
+_ADDRESSES_REVIEW = re.compile(
+    r"\b(code review|review(er)?'?s? (comments?|feedback|suggestions?|notes?)|requested changes?|"
+    r"(apply|applied|address(ed|es)?|incorporat\w*) (the |some |all |more )?(review|pr |"
+    r"suggestions?|feedback|comments?|requested)|suggestions? from|per review|as requested|"
+    r"(review|pr) feedback)", re.IGNORECASE)
+
+
+def remark_review_commit(case: Case) -> Ruling | None:
+    """A remark on the whole PR, and a commit of this push says it addresses the review
+    ("Apply suggestions from code review", "address review comments")."""
+    said = next((m for m in case.messages if _ADDRESSES_REVIEW.search(m)), None)
+    if said is None or not case.diff.touched_paths():
+        return None
+    return Ruling(State.RESOLVED, "remark-review-commit", f"a commit of this push says it "
+                  f"addresses the review: \"{said[:120]}\"", 0.6)
+
+
 def remark_code_changed(case: Case) -> Ruling | None:
     """A remark naming no code: a push alone does not show it was addressed."""
     changed = sorted(case.diff.touched_paths())
@@ -636,6 +654,7 @@ REMARK_RULES: list[Rule] = [
     remark_named_changed,
     remark_named_in_changes,
     remark_kind_changed,
+    remark_review_commit,
     remark_moved_on,
     remark_code_changed,
 ]
@@ -655,6 +674,7 @@ SWITCHES: dict[str, bool] = {
     "remark_repeated": True,
     "remark_approved": True,
     "remark_moved_on": True,
+    "remark_review_commit": True,
 }
 
 

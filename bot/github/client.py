@@ -443,10 +443,26 @@ class RepoClient:
         return await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"),
                                 accept=DIFF) or ""
 
+    async def compare(self, base: str, head: str) -> dict:
+        """The comparison of two commits as JSON (status, commits...); the last one is kept,
+        so a round asking for its status and then its commits makes one request."""
+        cached = getattr(self, "_compared", None)
+        if cached is not None and cached[0] == (base, head):
+            return cached[1]
+        data = await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"))
+        data = data if isinstance(data, dict) else {}
+        self._compared = ((base, head), data)
+        return data
+
     async def compare_status(self, base: str, head: str) -> str:
         """How ``head`` relates to ``base``: ahead, behind, diverged or identical."""
-        data = await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"))
-        return str(data.get("status") or "") if isinstance(data, dict) else ""
+        return str((await self.compare(base, head)).get("status") or "")
+
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        """The messages of the commits ``head`` has that ``base`` has not, oldest first."""
+        commits = (await self.compare(base, head)).get("commits") or []
+        return [str(((c or {}).get("commit") or {}).get("message") or "")
+                for c in commits if isinstance(c, dict)]
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (default branch when None); None when it does not exist

@@ -6,6 +6,8 @@ client's (``bot.github.client``).
 
 from __future__ import annotations
 
+from tracker.discussion import first_lines
+
 from ..forge import Comment, Forge, InlineComment, PullRequest, Review, Thread
 from .client import RepoClient
 
@@ -35,6 +37,9 @@ class GitHubForge(Forge):
 
     async def compare_status(self, base: str, head: str) -> str:
         return await self.client.compare_status(base, head)
+
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        return first_lines(await self.client.commit_messages(base, head))
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         return await self.client.file_text(path, ref)

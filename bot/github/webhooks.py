@@ -117,8 +117,10 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
         repo, number, inst = _pr_fields(payload, "pull_request.number")
         review = _get(payload, "review", dict)
         _get(payload, "review.id", int)
-        if action not in ("submitted", "edited") or not (review.get("body") or "").strip():
-            return Route(None, reason="a review without a body")
+        approved = str(review.get("state") or "").lower() == "approved"
+        if action not in ("submitted", "edited") or not (
+                (review.get("body") or "").strip() or approved):
+            return Route(None, reason="a review without a body")  # an approval is evidence
         return Route("comment", repo, number, inst, None,
                      {"action": action, "kind": "review", "comment": review,
                       "pr_author": (payload["pull_request"].get("user") or {}).get("login")})

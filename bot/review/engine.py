@@ -84,6 +84,7 @@ class RoundContext:
     # kinds of finding people keep dismissing in this repository (``tracker.learnings``)
     muted: dict[str, Learning] = field(default_factory=dict)
     ignored: list[Defect] = field(default_factory=list)  # defects people ignored
+    messages: list[str] = field(default_factory=list)  # this push's commit messages (first lines)
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -201,7 +202,7 @@ class Engine:
         rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,
                          {sha: ctx.patches.map(text) for sha, text in ctx.anchor_diffs.items()},
                          upstream=ctx.patches.map(ctx.upstream_diff) if ctx.upstream_diff
-                         else None)
+                         else None, messages=list(ctx.messages))
         decisions = decide_round(ctx.tracked, rnd)
         result = RoundResult(findings=[], decisions=decisions)
         detections = await asyncio.gather(*(d.detect(ctx) for d in self._detectors(ctx)))

@@ -71,6 +71,8 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     upstream_diff = ""
     if previous is not None and previous["head_sha"] != head:
         round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff, tracked)
+    messages = await forge.commit_messages(previous["head_sha"], head) \
+        if previous is not None and previous["head_sha"] != head else []
     anchor_diffs = await _anchor_diffs(forge, tracked, previous, head)
     patches = Patches()  # the round's one parse of each diff, shared by every reader
     changed = DiffLines(pr_diff, diff_map=patches.map(pr_diff)).paths()
@@ -87,7 +89,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         title=pull.title, body=pull.body, tracked=tracked,
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
-        patches=patches, upstream_diff=upstream_diff, muted=muted,
+        patches=patches, upstream_diff=upstream_diff, muted=muted, messages=messages,
         ignored=[d for d in known if d.ignored],
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
