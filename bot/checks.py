@@ -126,7 +126,7 @@ def unsure_lines(decisions: list[dict]) -> list[str]:
         if label and d.get("decided_by") != "human":
             out.append(f"- **{d['key']}** {label}: `{d.get('rule')}`, "
                        f"{round(100 * d['confidence'])}% likely right")
-    return (["Unsure this round (no verifier confirmed them):", *out, ""]) if out else []
+    return ["Unsure this round (no verifier confirmed them):", "", *out, ""] if out else []
 
 
 def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
@@ -256,7 +256,11 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
         return None
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
-    out = output(defects, fail_on, pr["repo"], row["head_sha"])
+    now = {d.key: str(d.state) for d in defects}
+    plan = await off_loop(store, store.plan, pr["id"], row["number"])
+    standing_decisions = [d for d in (plan or {}).get("decisions") or []
+                          if now.get(d.get("key")) == d.get("state")]  # none a person changed
+    out = output(defects, fail_on, pr["repo"], row["head_sha"], decisions=standing_decisions)
     if (out["title"], result) == (shown_title, shown):
         return None
     try:

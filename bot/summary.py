@@ -224,7 +224,7 @@ def _this_round(changes: list[Change], new: list[Row], d: _Detail) -> list[str]:
             continue
         label = unsure_label(c.after, c.confidence)
         out.append(f"- {icon} **{c.key}** {c.before} → **{c.after}**"
-                   f"{f' ({label})' if label else ''} "
+                   f"{f', {label}' if label else ''} "
                    f"({_WHO.get(c.decided_by, c.decided_by)}, `{c.rule}`): {evidence}")
     if new:
         keys = ", ".join(r.key for r in new)
