@@ -22,6 +22,7 @@ It prints what tells whether those chances can be trusted on code never seen:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 from collections import defaultdict
@@ -79,7 +80,7 @@ def brier(predicted: list[float], rows: list[dict]) -> float:
 
 def reliability(predicted: list[float], rows: list[dict]) -> list[dict]:
     out = []
-    for lo, hi in zip(BINS, BINS[1:]):
+    for lo, hi in itertools.pairwise(BINS):
         inside = [(p, r["right"]) for p, r in zip(predicted, rows) if lo <= p < hi]
         if inside:
             out.append({"bin": f"{lo:.1f}-{min(hi, 1.0):.1f}", "decisions": len(inside),

@@ -30,5 +30,6 @@ __all__ = [
            "serial",
            "store",
            "subject",
+           "suggestions",
            "verdicts",
 ]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 
 from .models import Finding, Origin, SignalKind
+from .suggestions import suggestion  # noqa: F401 - read here by the rules and the bench
 
 _QUOTE = re.compile(r"^>.*$", re.MULTILINE)
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _SUGGESTION = re.compile(r"```suggestion\b", re.IGNORECASE)
-_SUGGESTION_BLOCK = re.compile(r"```suggestion[^\n]*\n(.*?)^\s*```", re.DOTALL | re.MULTILINE | re.IGNORECASE)
 
 _PRAISE_ONLY = re.compile(
     r"^\W*(lgtm|looks good( to me)?|looking good|looks great|great( work| job)?|nice( work| job)?|thanks?( you)?"
@@ -103,14 +103,6 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
     if _META.search(text) and len(text) < 200:
         return False
     return bool(_CONCERN.search(text)) or not _ACCEPT.match(text)
-
-
-def suggestion(body: str | None) -> list[str] | None:
-    """The replacement lines of a GitHub ```suggestion block, if the comment has one."""
-    match = _SUGGESTION_BLOCK.search(body or "")
-    if match is None:
-        return None
-    return match.group(1).splitlines()
 
 
 _PROMISE = re.compile(

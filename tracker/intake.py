@@ -13,8 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dedupe import Position, match_finding
-from .discussion import (human_finding, opens_with_thanks, raises_concern, reply_signal,
-                         still_not_done)
+from .discussion import (
+    human_finding,
+    opens_with_thanks,
+    raises_concern,
+    reply_signal,
+    still_not_done,
+)
 from .ledger import Ledger
 from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind

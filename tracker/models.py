@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 from .lifecycle import State, parse_state
+from .suggestions import suggestion
 
 MCR_TYPES = {
     "E.1.1": "Textual",
@@ -137,8 +138,6 @@ def suggestion_block(description: str, fix: str) -> str:
 
 def split_suggestion(description: str) -> tuple[str, str | None]:
     """A description without its trailing ```suggestion block, and the block's text."""
-    from .discussion import suggestion
-
     lines = suggestion(description)
     if lines is None:
         return description, None
