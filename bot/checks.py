@@ -169,13 +169,16 @@ async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
 async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> int | None:
     """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id."""
     row = await _round(store, pr_id, number)
+    # the run's own id, so a create whose answer was lost is found, not made twice
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
+              "external_id": f"roundwise:{pr_id}:r{number}",
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
     try:
         if row and row.get("check_run_id"):
             await forge.update_check_run(row["check_run_id"],
-                                         {k: v for k, v in fields.items() if k != "name"})
+                                         {k: v for k, v in fields.items()
+                                          if k not in ("name", "external_id")})
             return row["check_run_id"]
         check_id = await forge.create_check_run(head, fields)
     except ForgeError as exc:

@@ -60,7 +60,19 @@ def state_reply(defect: Defect, decision: Decision, round_number: int) -> str:
     who = {"rule": "checked from the code", "llm": "verified against the code",
            "human": "a person's action"}[str(decision.decided_by)]
     return (f"{head}\n\nEvidence ({who}): {_clean(decision.evidence, 800)}\n"
-            f"{marker('state', defect.key, round_number)}")
+            f"{marker('state', defect.key, round_number)}{_BECAME.format(decision.state)}")
+
+
+# What a state reply said the defect became: a round after a crash tells by it whether the
+# crashed round already said the same (``bot.round.publish``).
+_BECAME = "<!-- roundwise:became:{} -->"
+_BECAME_RE = re.compile(r"<!-- roundwise:became:(\w+) -->")
+
+
+def read_became(body: str | None) -> str | None:
+    """The state a state reply announced ("Resolved", "Open", "Reopened"), or None."""
+    match = _BECAME_RE.search(body or "")
+    return match.group(1) if match else None
 
 
 # A blank line must come before it, or GitHub glues it to the paragraph above.

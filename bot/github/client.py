@@ -522,7 +522,21 @@ class RepoClient:
                                 data={"message": message, "event": "DISMISS"})
 
     async def create_check_run(self, data: dict) -> dict:
-        return await self._call("POST", self._url("/check-runs"), data=data)
+        async def probe():  # created, but the answer was lost: the run with our name and id
+            return await self.find_check_run(data["head_sha"], data["name"],
+                                             data.get("external_id"))
+
+        return await self._call("POST", self._url("/check-runs"), data=data, probe=probe)
+
+    async def find_check_run(self, head_sha: str, name: str,
+                             external_id: str | None) -> dict | None:
+        """The newest check run named ``name`` with ``external_id`` on commit ``head_sha``."""
+        found = await self._call("GET", self._url(
+            f"/commits/{_seg(head_sha)}/check-runs?check_name={_seg(name)}&per_page=100"))
+        runs = [r for r in (found or {}).get("check_runs") or []
+                if isinstance(r, dict) and r.get("name") == name
+                and r.get("external_id") == external_id]
+        return max(runs, key=lambda r: int(r.get("id") or 0), default=None)
 
     async def update_check_run(self, check_run_id: int, data: dict) -> dict:
         return await self._call("PATCH", self._url(f"/check-runs/{int(check_run_id)}"), data=data)
