@@ -39,6 +39,8 @@ import jwt
 import orjson
 from gidgethub.aiohttp import GitHubAPI
 
+from tracker.gitpath import quote as git_quote
+
 from .. import metrics
 from ..confine import repo_path
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
@@ -600,16 +602,17 @@ def files_to_diff(files: list[dict]) -> str:
     parts = []
     for f in files:
         new, old = f["filename"], f.get("previous_filename") or f["filename"]
-        parts.append(f"diff --git a/{old} b/{new}\n")
+        a, b = git_quote(f"a/{old}"), git_quote(f"b/{new}")  # as git writes names
+        parts.append(f"diff --git {a} {b}\n")
         status = f.get("status")
         if status == "renamed" and old != new:
-            parts.append(f"rename from {old}\nrename to {new}\n")
+            parts.append(f"rename from {git_quote(old)}\nrename to {git_quote(new)}\n")
         if f.get("patch") is None:
             if status != "renamed":
-                parts.append(f"Binary files a/{old} and b/{new} differ\n")
+                parts.append(f"Binary files {a} and {b} differ\n")
             continue
-        parts.append("--- " + ("/dev/null" if status == "added" else f"a/{old}") + "\n")
-        parts.append("+++ " + ("/dev/null" if status == "removed" else f"b/{new}") + "\n")
+        parts.append("--- " + ("/dev/null" if status == "added" else a) + "\n")
+        parts.append("+++ " + ("/dev/null" if status == "removed" else b) + "\n")
         patch = f["patch"]
         parts.append(patch if patch.endswith("\n") else patch + "\n")
     return "".join(parts)
