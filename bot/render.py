@@ -12,6 +12,8 @@ import re
 
 from tracker.models import MCR_TYPES, Decision, Defect, Finding, suggestion_block
 
+from .quiet import quiet
+
 SUMMARY_MARKER = "<!-- roundwise:summary -->"
 _MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
 
@@ -27,8 +29,9 @@ def read_marker(body: str | None) -> tuple[str, str, int] | None:
 
 
 def _clean(text: str, limit: int = 1500) -> str:
+    """Text that may be a person's, cut to ``limit`` and quoted without pinging anyone."""
     text = (text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;").strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return quiet(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _kind(type_id: str | None) -> str:
