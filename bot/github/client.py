@@ -510,6 +510,11 @@ class RepoClient:
         return await self._call("POST", self._url(f"/issues/{int(number)}/comments"),
                                 data={"body": body}, probe=probe)
 
+    async def react_issue_comment(self, comment_id: int, content: str) -> dict:
+        """A reaction on a PR comment (GitHub answers 200 when it is there already)."""
+        return await self._call("POST", self._url(
+            f"/issues/comments/{int(comment_id)}/reactions"), data={"content": content})
+
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
         return await self._call("PATCH", self._url(f"/issues/comments/{int(comment_id)}"),
                                 data={"body": body})

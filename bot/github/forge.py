@@ -94,6 +94,9 @@ class GitHubForge(Forge):
     async def update_check_run(self, check_run_id: int, fields: dict) -> None:
         await self.client.update_check_run(check_run_id, fields)
 
+    async def react(self, comment_id: int, content: str) -> None:
+        await self.client.react_issue_comment(comment_id, content)
+
 
 def _comment(data: dict) -> Comment:
     down = (data.get("reactions") or {}).get("-1") if isinstance(data.get("reactions"), dict) \
