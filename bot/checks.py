@@ -166,8 +166,11 @@ async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
     return await off_loop(store, store.round, pr_id, number)
 
 
-async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> int | None:
-    """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id."""
+async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
+                *, resumed: bool = False) -> int | None:
+    """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id.
+    ``resumed``: the round ran before (a crash may have come between creating its check run
+    and recording its id), so the run is looked for on GitHub before one is created."""
     row = await _round(store, pr_id, number)
     # the run's own id, so a create whose answer was lost is found, not made twice
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
@@ -175,11 +178,15 @@ async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str)
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
     try:
-        if row and row.get("check_run_id"):
-            await forge.update_check_run(row["check_run_id"],
-                                         {k: v for k, v in fields.items()
-                                          if k not in ("name", "external_id")})
-            return row["check_run_id"]
+        known = row.get("check_run_id") if row else None
+        if known is None and resumed:
+            known = await forge.find_check_run(head, NAME, fields["external_id"])
+        if known is not None:
+            await forge.update_check_run(known, {k: v for k, v in fields.items()
+                                                 if k not in ("name", "external_id")})
+            if row and not row.get("check_run_id"):
+                await off_loop(store, store.update_round, row["id"], check_run_id=known)
+            return known
         check_id = await forge.create_check_run(head, fields)
     except ForgeError as exc:
         log.warning("could not start the check run of round %d: %s", number, exc)

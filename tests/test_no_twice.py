@@ -99,3 +99,36 @@ async def test_kill_9_after_a_state_reply_then_a_newer_push_says_it_once(tmp_pat
 def replies(fake) -> list[dict]:
     return [c for c in fake.review_comments(REPO, NUMBER)
             if c["user"]["login"] == fake.bot_login and c.get("in_reply_to_id")]
+
+
+async def test_kill_9_between_creating_a_check_run_and_recording_it_reuses_it(tmp_path):
+    """GitHub created the round's check run, then the server died before it heard back: the
+    restarted server finds that run (head sha, name, the round's external id) and completes it
+    instead of creating a second one that would leave the first spinning."""
+    db, log = tmp_path / "ledger.db", tmp_path / "server.log"
+    async with FakeGitHub(APP_ID, app_keys()[1]) as fake, aiohttp.ClientSession() as session:
+        open_pr(fake)
+        fake.lose_response_next("POST", r"/check-runs$", timeout=60)  # applied, answer held
+        env, port = server_env(fake, db), free_port()
+        proc = await start_server(env, port, log)
+        try:
+            body = payloads.encode(payloads.pull_request(fake, REPO, NUMBER, "opened"))
+            async with session.post(f"http://127.0.0.1:{port}/webhook", data=body,
+                                    headers=payloads.headers("pull_request", body, SECRET,
+                                                             "d-1")) as resp:
+                assert resp.status == 202
+            await wait_for(lambda: fake.check_runs(REPO, HEAD1), 20, "the check run")
+            proc.send_signal(signal.SIGKILL)
+            assert await proc.wait() == -signal.SIGKILL
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        proc = await start_server(env, port, log)
+        try:
+            await wait_for(lambda: job_rows(db) and job_rows(db)[0][0] == "done", 20, "the job")
+        finally:
+            proc.terminate()
+            assert await proc.wait() == 0
+        runs = [r for r in fake.check_runs(REPO, HEAD1) if r["name"] == checks.NAME]
+        assert [r["status"] for r in runs] == ["completed"]
