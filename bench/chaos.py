@@ -342,6 +342,7 @@ async def soak(args) -> int:
           and result["unfinished_rounds"] == 0
           and result["extra_review_batches"] == 0 and not result["final_heads_unreviewed"]
           and result["final_head_checks_in_progress"] == 0
+          and result["checks_in_progress"] == 0
           and run.kills >= args.kills)
     if ok and not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -26,7 +26,7 @@ from .forge import Forge, ForgeError, NotFound, Unprocessable
 from .store.offload import off_loop
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
-           "standing", "start"]
+           "standing", "start", "supersede"]
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +236,24 @@ async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str
         log.warning("could not complete the failed check run of round %d: %s", number, exc)
         return
     await _remember(store, row, "failed", "neutral")
+
+
+async def supersede(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> None:
+    """Complete the check of round ``number``, which a push of ``head`` overtook, as
+    ``neutral``: the newer head has its own check, and this one must not spin for ever."""
+    row = await _round(store, pr_id, number)
+    if not row or not row.get("check_run_id"):
+        return
+    try:
+        await forge.update_check_run(row["check_run_id"], {
+            "status": "completed", "conclusion": "neutral", "completed_at": _now(),
+            "output": {"title": "Superseded by a newer push",
+                       "summary": f"Round {number} was overtaken by a push of `{head[:7]}`, "
+                                  "which roundwise reviews instead."}})
+    except ForgeError as exc:
+        log.warning("could not complete the superseded check run of round %d: %s", number, exc)
+        return
+    await _remember(store, row, "superseded", "neutral")
 
 
 async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:

@@ -94,6 +94,10 @@ async def test_kill_9_after_a_state_reply_then_a_newer_push_says_it_once(tmp_pat
                                   ).fetchall()
             state = conn.execute("select state from defects where key = 'D1'").fetchone()[0]
         assert rounds[-1][1:] == (HEAD3, "complete") and state == "Resolved"
+        assert [r[2] for r in rounds] == ["complete", "superseded", "complete"]
+        # the killed round's check run is completed too, not left spinning on HEAD2
+        assert {(r["head_sha"], r["status"]) for r in fake.check_runs(REPO)} == {
+            (HEAD1, "completed"), (HEAD2, "completed"), (HEAD3, "completed")}
 
 
 def replies(fake) -> list[dict]:
