@@ -166,6 +166,11 @@ async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
     return await off_loop(store, store.round, pr_id, number)
 
 
+def external_id(pr_id: int, number: int) -> str:
+    """The check run's own id for round ``number`` of a PR (GitHub's ``external_id``)."""
+    return f"roundwise:{pr_id}:r{number}"
+
+
 async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
                 *, resumed: bool = False) -> int | None:
     """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id.
@@ -174,7 +179,7 @@ async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
     row = await _round(store, pr_id, number)
     # the run's own id, so a create whose answer was lost is found, not made twice
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
-              "external_id": f"roundwise:{pr_id}:r{number}",
+              "external_id": external_id(pr_id, number),
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
     try:
@@ -242,10 +247,14 @@ async def supersede(forge: Forge, store: Ledger, pr_id: int, number: int, head: 
     """Complete the check of round ``number``, which a push of ``head`` overtook, as
     ``neutral``: the newer head has its own check, and this one must not spin for ever."""
     row = await _round(store, pr_id, number)
-    if not row or not row.get("check_run_id"):
+    if not row:
         return
     try:
-        await forge.update_check_run(row["check_run_id"], {
+        check_id = row.get("check_run_id") or await forge.find_check_run(
+            row["head_sha"], NAME, external_id(pr_id, number))  # created, not recorded
+        if check_id is None:
+            return
+        await forge.update_check_run(check_id, {
             "status": "completed", "conclusion": "neutral", "completed_at": _now(),
             "output": {"title": "Superseded by a newer push",
                        "summary": f"Round {number} was overtaken by a push of `{head[:7]}`, "

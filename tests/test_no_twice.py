@@ -10,6 +10,7 @@ import signal
 import sqlite3
 
 import aiohttp
+import pytest
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
@@ -105,14 +106,16 @@ def replies(fake) -> list[dict]:
             if c["user"]["login"] == fake.bot_login and c.get("in_reply_to_id")]
 
 
-async def test_kill_9_between_creating_a_check_run_and_recording_it_reuses_it(tmp_path):
+@pytest.mark.parametrize("then", ["same head", "newer push"])
+async def test_kill_9_between_creating_a_check_run_and_recording_it_reuses_it(tmp_path, then):
     """GitHub created the round's check run, then the server died before it heard back: the
     restarted server finds that run (head sha, name, the round's external id) and completes it
-    instead of creating a second one that would leave the first spinning."""
+    instead of creating a second one that would leave the first spinning; when a newer push
+    overtook the round, it completes that run as superseded."""
     db, log = tmp_path / "ledger.db", tmp_path / "server.log"
     async with FakeGitHub(APP_ID, app_keys()[1]) as fake, aiohttp.ClientSession() as session:
         open_pr(fake)
-        fake.lose_response_next("POST", r"/check-runs$", timeout=60)  # applied, answer held
+        fake.lose_response_next("POST", r"/check-runs$", timeout=4)  # applied, answer held
         env, port = server_env(fake, db), free_port()
         proc = await start_server(env, port, log)
         try:
@@ -128,6 +131,8 @@ async def test_kill_9_between_creating_a_check_run_and_recording_it_reuses_it(tm
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+        if then == "newer push":
+            fake.push(REPO, NUMBER, HEAD2, ROUND2_FILES)
         proc = await start_server(env, port, log)
         try:
             await wait_for(lambda: job_rows(db) and job_rows(db)[0][0] == "done", 20, "the job")
@@ -136,3 +141,6 @@ async def test_kill_9_between_creating_a_check_run_and_recording_it_reuses_it(tm
             assert await proc.wait() == 0
         runs = [r for r in fake.check_runs(REPO, HEAD1) if r["name"] == checks.NAME]
         assert [r["status"] for r in runs] == ["completed"]
+        if then == "newer push":
+            assert runs[0]["output"]["title"] == "Superseded by a newer push"
+            assert [r["status"] for r in fake.check_runs(REPO, HEAD2)] == ["completed"]
