@@ -165,7 +165,7 @@ class Handlers:
         if command is None:
             return "no command"
         if command.error or command.name == "unknown":
-            await self._refuse(gh, job, user, "error",
+            await self._refuse(gh, job, user, f"error:{command.name}",  # once per mistake
                                f"@{user} {command.error}.\n\n{render.HELP}")
             return command.error or "unknown"
         if command.name == "help":
