@@ -27,7 +27,7 @@ from .forge import Forge, ForgeError, NotFound, Unprocessable
 from .store.offload import off_loop
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
-           "standing", "start"]
+           "standing", "start", "supersede"]
 
 log = logging.getLogger(__name__)
 
@@ -180,17 +180,32 @@ async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
     return await off_loop(store, store.round, pr_id, number)
 
 
-async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> int | None:
-    """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id."""
+def external_id(pr_id: int, number: int) -> str:
+    """The check run's own id for round ``number`` of a PR (GitHub's ``external_id``)."""
+    return f"roundwise:{pr_id}:r{number}"
+
+
+async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
+                *, resumed: bool = False) -> int | None:
+    """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id.
+    ``resumed``: the round ran before (a crash may have come between creating its check run
+    and recording its id), so the run is looked for on GitHub before one is created."""
     row = await _round(store, pr_id, number)
+    # the run's own id, so a create whose answer was lost is found, not made twice
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
+              "external_id": external_id(pr_id, number),
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
     try:
-        if row and row.get("check_run_id"):
-            await forge.update_check_run(row["check_run_id"],
-                                         {k: v for k, v in fields.items() if k != "name"})
-            return row["check_run_id"]
+        known = row.get("check_run_id") if row else None
+        if known is None and resumed:
+            known = await forge.find_check_run(head, NAME, fields["external_id"])
+        if known is not None:
+            await forge.update_check_run(known, {k: v for k, v in fields.items()
+                                                 if k not in ("name", "external_id")})
+            if row and not row.get("check_run_id"):
+                await off_loop(store, store.update_round, row["id"], check_run_id=known)
+            return known
         check_id = await forge.create_check_run(head, fields)
     except ForgeError as exc:
         log.warning("could not start the check run of round %d: %s", number, exc)
@@ -242,6 +257,28 @@ async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str
         log.warning("could not complete the failed check run of round %d: %s", number, exc)
         return
     await _remember(store, row, "failed", "neutral")
+
+
+async def supersede(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> None:
+    """Complete the check of round ``number``, which a push of ``head`` overtook, as
+    ``neutral``: the newer head has its own check, and this one must not spin for ever."""
+    row = await _round(store, pr_id, number)
+    if not row:
+        return
+    try:
+        check_id = row.get("check_run_id") or await forge.find_check_run(
+            row["head_sha"], NAME, external_id(pr_id, number))  # created, not recorded
+        if check_id is None:
+            return
+        await forge.update_check_run(check_id, {
+            "status": "completed", "conclusion": "neutral", "completed_at": _now(),
+            "output": {"title": "Superseded by a newer push",
+                       "summary": f"Round {number} was overtaken by a push of `{head[:7]}`, "
+                                  "which roundwise reviews instead."}})
+    except ForgeError as exc:
+        log.warning("could not complete the superseded check run of round %d: %s", number, exc)
+        return
+    await _remember(store, row, "superseded", "neutral")
 
 
 async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:

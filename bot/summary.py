@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from tracker.calibration import unsure_label
 from tracker.models import MCR_TYPES, severity_rank
 
+from .quiet import quiet
+
 __all__ = ["MAX_BODY", "Change", "Held", "Row", "render"]
 
 MAX_BODY = 65536  # GitHub's limit for a comment body, in characters
@@ -123,7 +125,7 @@ _LEVELS = [
 def _escape(text: str) -> str:
     """PR text made safe inside our markdown: no closing our markers, and outside code spans
     no raw HTML (``List<String>`` would vanish as a tag)."""
-    text = (text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+    text = quiet((text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;"))
     parts = re.split(r"(`[^`\n]*`)", text)
     return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1
                    else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)

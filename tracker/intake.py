@@ -24,6 +24,8 @@ from .ledger import Ledger
 from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
 
+MAX_COMMENT = 65536  # characters of a comment taken in; the rest is dropped
+
 
 @dataclass
 class Comment:
@@ -44,6 +46,10 @@ class Comment:
     review_state: str | None = None  # a review's verdict: APPROVED, CHANGES_REQUESTED, ...
 
     def __post_init__(self) -> None:
+        # A comment is stored as the person wrote it, up to a bound (GitHub takes 65,536
+        # characters; a webhook or task file could carry more).
+        if self.body and len(self.body) > MAX_COMMENT:
+            self.body = self.body[:MAX_COMMENT]
         # Lines come from outside (a webhook, a task file): a line below 1 anchors nothing,
         # and a start after the line (or without one) is dropped rather than trusted.
         if self.line is not None and self.line < 1:

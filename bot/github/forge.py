@@ -99,6 +99,13 @@ class GitHubForge(Forge):
     async def update_check_run(self, check_run_id: int, fields: dict) -> None:
         await self.client.update_check_run(check_run_id, fields)
 
+    async def find_check_run(self, head_sha: str, name: str, external_id: str) -> int | None:
+        found = await self.client.find_check_run(head_sha, name, external_id)
+        return int(found["id"]) if found else None
+
+    async def react(self, comment_id: int, content: str) -> None:
+        await self.client.react_issue_comment(comment_id, content)
+
 
 def _comment(data: dict) -> Comment:
     down = (data.get("reactions") or {}).get("-1") if isinstance(data.get("reactions"), dict) \
