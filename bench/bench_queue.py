@@ -34,12 +34,11 @@ from pathlib import Path
 from bot.store import postgres as pg_store
 from bot.store import sqlite as sqlite_store
 
-from .queue_fill import Bench, add_one, close_store, fill, open_store
+from .queue_fill import Bench, add_one, close_store, fill, open_store, touch
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TARGET_MS = 5.0
 BASELINE = "select * from jobs order by id desc limit 1"  # the newest job, by primary key
-TOUCH = "update jobs set error = error where id = %s"  # a finished job's row: a no-op write
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -56,16 +55,6 @@ def _trivial(bench: Bench) -> None:
             conn.execute(BASELINE).fetchone()
 
 
-def _touch(bench: Bench, job_id: int = 1) -> None:
-    """The write baseline: one row updated in a transaction of its own (a durable commit)."""
-    if bench.engine == "sqlite":
-        with bench.store.ledger.transaction():
-            bench.store.db.execute(TOUCH.replace("%s", "?"), [job_id])
-    else:
-        with bench.store.pool.connection() as conn, conn.transaction():
-            conn.execute(TOUCH, [job_id])
-
-
 def time_claims(bench: Bench, claims: int, first_new_pr: int) -> dict[str, list[float]]:
     """Claim, trivial read and one-row commit, in ms: one sample each per iteration."""
     store, claim_ms, base_ms, write_ms = bench.store, [], [], []
@@ -74,7 +63,7 @@ def time_claims(bench: Bench, claims: int, first_new_pr: int) -> dict[str, list[
         _trivial(bench)
         base_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        _touch(bench)
+        touch(bench)
         write_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         job = store.claim("bench-worker", time.time(), 600.0)

@@ -4,8 +4,10 @@ Everything runs on loopback: the fake GitHub in this process, ``roundwise serve`
 subprocess on a fresh ledger file. The soak opens ``--prs`` pull requests and pushes to each
 ``--pushes`` times (every push adds a function with a leftover ``print`` and drops the print of
 an older one, so defects are raised, kept and resolved), delivering signed webhooks. Meanwhile
-it injects random GitHub faults (5xx, writes applied with their answer lost, secondary rate
-limits, 422 on reviews, answers up to a second late), deletes some of the bot's inline comments, and SIGKILLs and restarts
+it injects random GitHub faults (5xx, among them an HTML-bodied 502 on ``/graphql``; writes
+applied with their answer lost, a check-run creation among them; secondary rate limits, 422 on
+reviews, answers up to a second late), deletes some of the bot's inline comments, and SIGKILLs
+and restarts
 the server at least ``--kills`` times. A delivery the server did not acknowledge (it was down)
 is redelivered with the same delivery id, as GitHub's "Redeliver" does.
 
@@ -13,7 +15,10 @@ Then, with the faults off, it waits for the queue to drain and checks from GitHu
 at most one review batch per reviewed head (a 422 makes the bot post a batch one comment per
 review, all with the batch's marker), no defect posted twice (two top-level bot comments on
 the same code with the same text), no job left ``running`` or ``queued`` and no round left
-``running`` or ``failed``, every final head reviewed (the sticky summary names it). It prints its figures as JSON and exits 1 when an
+``running`` or ``failed``, every final head reviewed, by its full sha (the sticky summary
+names it, its ``roundwise`` check run is completed, the ledger completed a round of it; the
+made-up shas of one PR's pushes differ from their first character). It prints its figures as
+JSON (with ``checks_in_progress``: check runs of any head left spinning) and exits 1 when an
 invariant fails. It stops by itself: ``--deadline`` seconds at most (default 240).
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -61,7 +67,9 @@ def files_at(pr: int, push: int) -> dict[str, str]:
 
 
 def sha(pr: int, push: int) -> str:
-    return f"{pr:08x}{push:08x}".ljust(40, "c")
+    """A made-up commit id; every push's differs from the others' from the first character
+    on (so a check by a short sha could tell two pushes of one PR apart too)."""
+    return hashlib.sha1(f"chaos:{pr}:{push}".encode()).hexdigest()
 
 
 class Server:
@@ -147,7 +155,7 @@ class Soak:
                 await asyncio.sleep(self.args.pace * self.rng.random())
 
     def inject(self) -> None:
-        f, pick = self.fake, self.rng.randrange(10)
+        f, pick = self.fake, self.rng.randrange(12)
         if pick == 0:
             f.fail_next("GET", r"/pulls/\d+$", 502, "<html>Bad Gateway</html>")
             self.faults["5xx"] += 1
@@ -175,6 +183,12 @@ class Soak:
         elif pick == 8:
             f.slow_next("GET", r"/pulls/\d+/comments|/contents/", self.rng.uniform(0.2, 1.0))
             self.faults["slow"] += 1
+        elif pick == 9:  # GitHub's front end answers with HTML, not JSON
+            f.fail_next("POST", r"^/graphql$", 502, "<html><body>502 Bad Gateway</body></html>")
+            self.faults["5xx_html_graphql"] += 1
+        elif pick == 10:
+            f.lose_response_next("POST", r"/check-runs$")
+            self.faults["lost_check_run"] += 1
         else:
             self.delete_one()
 
@@ -208,6 +222,14 @@ def pending(db: Path) -> dict[str, int]:
         store.close()
 
 
+def completed_heads(db: Path) -> dict[int, set[str]]:
+    """Per PR number, the full head shas of its completed rounds."""
+    with Ledger(db) as ledger:
+        return {pr["number"]: {r["head_sha"] for r in ledger.rounds(pr["id"])
+                               if r["status"] == "complete"}
+                for pr in ledger.pull_requests()}
+
+
 def round_statuses(db: Path) -> dict[str, int]:
     with Ledger(db) as ledger:
         return dict(Counter(r["status"] for pr in ledger.pull_requests()
@@ -224,9 +246,11 @@ def finding_of(repo, comment: dict) -> tuple[str, str, str]:
     return comment["path"], line.strip(), body.split("\n\n")[1] if "\n\n" in body else body
 
 
-def check(fake: FakeGitHub, prs: int) -> dict:
-    """The invariants, from GitHub's side (a review batch is a round's review marker)."""
+def check(fake: FakeGitHub, prs: int, completed: dict[int, set[str]]) -> dict:
+    """The invariants, from GitHub's side (a review batch is a round's review marker).
+    ``completed``: per PR, the full head shas of the rounds the ledger completed."""
     batches_over, duplicates, unreviewed, reviews, problems = 0, 0, [], 0, []
+    spinning = 0
     the_repo = fake._repo(REPO)
     for pr in range(1, prs + 1):
         per_head: dict[str, set[str]] = {}
@@ -248,13 +272,23 @@ def check(fake: FakeGitHub, prs: int) -> dict:
             if n > 1:
                 duplicates += n - 1
                 problems.append(f"PR {pr}: posted {n} times: {what}")
+        # the final head, by its full sha: the summary names it (short), its own check run
+        # is completed, and the ledger completed a round of it
         head = fake.head_sha(REPO, pr)
         summaries = [c for c in fake.issue_comments(REPO, pr)
                      if c["user"]["login"] == BOT and render.SUMMARY_MARKER in c["body"]]
-        if len(summaries) != 1 or f"`{head[:7]}`" not in summaries[0]["body"]:
+        runs = [r for r in fake.check_runs(REPO, head) if r["name"] == "roundwise"]
+        if len(summaries) != 1 or f"`{head[:7]}`" not in summaries[0]["body"] or \
+                not any(r["status"] == "completed" and r["head_sha"] == head for r in runs) or \
+                head not in completed.get(pr, set()):
             unreviewed.append(pr)
+            problems.append(f"PR {pr}: final head {head} not reviewed")
+        spinning += sum(r["status"] != "completed" for r in runs)
+    left = [r for r in fake.check_runs(REPO) if r["name"] == "roundwise"
+            and r["status"] != "completed"]
     return {"reviews": reviews, "extra_review_batches": batches_over,
             "duplicate_defects": duplicates, "final_heads_unreviewed": unreviewed,
+            "final_head_checks_in_progress": spinning, "checks_in_progress": len(left),
             "problems": problems[:20]}
 
 
@@ -300,13 +334,15 @@ async def soak(args) -> int:
             "stuck_jobs": jobs.get("running", 0) + jobs.get("queued", 0),
             "unfinished_rounds": sum(n for status, n in round_statuses(work / "ledger.db")
                                      .items() if status in ("running", "failed")),
-            **check(fake, args.prs),
+            **check(fake, args.prs, completed_heads(work / "ledger.db")),
             "tracebacks_in_log": server.log.read_text(errors="replace").count("Traceback"),
             "seconds": round(time.monotonic() - started, 1), "workdir": str(work),
         }
     ok = (result["stuck_jobs"] == 0 and result["duplicate_defects"] == 0
           and result["unfinished_rounds"] == 0
           and result["extra_review_batches"] == 0 and not result["final_heads_unreviewed"]
+          and result["final_head_checks_in_progress"] == 0
+          and result["checks_in_progress"] == 0
           and run.kills >= args.kills)
     if ok and not args.keep:
         shutil.rmtree(work, ignore_errors=True)

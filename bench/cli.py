@@ -192,6 +192,9 @@ def tracking_table(scores: dict, baseline: dict | None = None) -> str:
                          baseline and f"{baseline['recall_by_state'].get(state, 0.0):.3f}"))
     rows.append(("settled errors", f"{scores['settled_errors']}/{scores['settled_n']}",
                  baseline and f"{baseline['settled_errors']}/{baseline['settled_n']}"))
+    if scores.get("sure_accuracy") is not None:
+        rows.append(("unsure share (live)", f"{scores['unsure_share']:.3f}", None))
+        rows.append(("accuracy when sure", f"{scores['sure_accuracy']:.3f}", None))
     lines = [f"tasks {scores['tasks']} (multi-round)"]
     if baseline:
         lines.append(f"{'':<20}{'roundwise':>12}{'naive':>12}")
@@ -199,7 +202,7 @@ def tracking_table(scores: dict, baseline: dict | None = None) -> str:
         if name == "live pairs":
             lines.append(f"{name:<20}{ours}")
         else:
-            lines.append(f"{name:<20}{ours:>12}" + (f"{theirs:>12}" if baseline else ""))
+            lines.append(f"{name:<20}{ours:>12}" + (f"{theirs or '':>12}" if baseline else ""))
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tracker.anchors import reverse_apply  # noqa: F401 - re-exported for the task loader
+from tracker.gitpath import quote
 
 CONTEXT_LINES = 3
 
@@ -146,7 +147,8 @@ class FileDiff:
         """This file's part of a git diff."""
         old_blob = blob_sha(self.old)[:7] if self.old is not None else "0000000"
         new_blob = blob_sha(self.new)[:7] if self.new is not None else "0000000"
-        out = [f"diff --git a/{self.path} b/{self.path}\n"]
+        a, b = quote(f"a/{self.path}"), quote(f"b/{self.path}")  # as git writes names
+        out = [f"diff --git {a} {b}\n"]
         if self.old is None:
             out += ["new file mode 100644\n", f"index {old_blob}..{new_blob}\n"]
         elif self.new is None:
@@ -154,8 +156,8 @@ class FileDiff:
         else:
             out.append(f"index {old_blob}..{new_blob} 100644\n")
         if self.hunks:
-            out.append("--- /dev/null\n" if self.old is None else f"--- a/{self.path}\n")
-            out.append("+++ /dev/null\n" if self.new is None else f"+++ b/{self.path}\n")
+            out.append("--- /dev/null\n" if self.old is None else f"--- {a}\n")
+            out.append("+++ /dev/null\n" if self.new is None else f"+++ {b}\n")
             out += [hunk.render() for hunk in self.hunks]
         return "".join(out)
 

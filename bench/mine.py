@@ -32,6 +32,7 @@ import unidiff
 
 from bot.github.client import GitHubApp, RepoClient
 from tracker.discussion import reply_signal
+from tracker.gitpath import file_path
 from tracker.models import SignalKind
 
 from .export import HUMAN, task_id_for
@@ -206,7 +207,7 @@ class Miner:
             diff = await c.compare_diff(base, head)
             files: dict[str, str | None] = {}
             for patched in unidiff.PatchSet(diff):
-                path = patched.path
+                path = file_path(patched)
                 files[path] = None if patched.is_removed_file else await c.file_text(path, head)
             rounds.append({"round": i, "head_sha": head, "commits": [], "diff": diff,
                            "files": files, "force_pushed": head not in kept,

@@ -16,12 +16,17 @@ matched pairs and findings. Precision is None (not 0 or 1) when a part has no fi
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .metrics import prf
 
-if TYPE_CHECKING:
-    from .scoring import RoundScore
+
+class RoundScore(Protocol):
+    """What this module reads of a scored round (``bench.scoring.RoundScore``)."""
+
+    matches: list
+    findings: list
+    due: list
 
 OWN, CARRIED = "own", "carried"
 

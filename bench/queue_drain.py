@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bot.jobs import JobQueue, Workers
 
-from .queue_fill import close_store, fill, open_store
+from .queue_fill import close_store, fill, open_store, touch
 
 PRS = 2_000
 
@@ -82,12 +82,10 @@ def commit_floor(bench, job_id: int, samples: int = 30) -> float:
     """Median milliseconds of one durable commit on the bench's store (job ``job_id``'s row
     updated in a transaction of its own, through the store's connection path): the least a
     job's claim or finish can cost."""
-    from .bench_queue import _touch
-
     times = []
     for _ in range(samples):
         started = time.perf_counter()
-        _touch(bench, job_id)
+        touch(bench, job_id)
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
 

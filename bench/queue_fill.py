@@ -43,6 +43,19 @@ def open_store(engine: str, folder: Path | None = None, url: str | None = None) 
     return Bench(engine, open_queue_store(url, schema=schema), url, schema)
 
 
+TOUCH = "update jobs set error = error where id = %s"  # a finished job's row: a no-op write
+
+
+def touch(bench: Bench, job_id: int = 1) -> None:
+    """The write baseline: one row updated in a transaction of its own (a durable commit)."""
+    if bench.engine == "sqlite":
+        with bench.store.ledger.transaction():
+            bench.store.db.execute(TOUCH.replace("%s", "?"), [job_id])
+    else:
+        with bench.store.pool.connection() as conn, conn.transaction():
+            conn.execute(TOUCH, [job_id])
+
+
 def close_store(bench: Bench) -> None:
     bench.store.close()
     if bench.schema:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import unidiff
 
+from tracker.gitpath import diff_path, file_path
+
 from .diffs import git_diff, reverse_apply
 
 SCHEMA = "mcr-task/1"
@@ -83,8 +85,8 @@ class Task:
             return {}
         base: dict[str, str | None] = {}
         for patched in patch:
-            path = patched.path
-            old_path = patched.source_file[2:] if patched.is_rename else path
+            path = file_path(patched)
+            old_path = diff_path(patched.source_file) if patched.is_rename else path
             if patched.is_binary_file or (path not in rnd.files and not patched.is_removed_file):
                 continue  # binary or left out of the task: text unknown
             base[old_path] = reverse_apply(rnd.files.get(path), patched)

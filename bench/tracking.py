@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tracker.anchors import DiffMap, excerpt, find_code, normalise
 from tracker.decide import RoundInput, decide_round
+from tracker.discussion import first_lines
 from tracker.intake import Comment, Outcome, take_comment
 from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
@@ -37,6 +38,20 @@ class Replay:
     answers: dict[int, dict[str, str]] = field(default_factory=dict)
     comment_keys: dict[int, str] = field(default_factory=dict)
     evidence: dict[int, dict[str, str]] = field(default_factory=dict)
+    confidence: dict[int, dict[str, float]] = field(default_factory=dict)
+
+    def decisions(self) -> list[tuple[TrackPair, str, float]]:
+        """Every scored pair with the rule that decided it and that decision's confidence
+        (pairs the tracker did not decide are left out)."""
+        cards = {c["id"]: c for c in self.task.defects}
+        out = []
+        for pair in self.pairs():
+            key = self.key_for(cards[pair.defect])
+            said = self.evidence.get(pair.round, {}).get(key) if key else None
+            if pair.answer is None or said is None:
+                continue
+            out.append((pair, said.split(":", 1)[0], self.confidence[pair.round][key]))
+        return out
 
     def key_for(self, card: dict) -> str | None:
         for cid in card.get("comment_ids") or []:
@@ -79,6 +94,7 @@ def event_comment(event: dict) -> Comment | None:
         if kind == "review_comment" else None,
         side=event.get("side") or "RIGHT",
         in_reply_to=event.get("in_reply_to"),
+        review_state=event.get("state") if kind == "review" else None,
     )
 
 
@@ -128,14 +144,17 @@ def round_input(task: Task, t: int, signals) -> RoundInput:
     upstream changes a merge of the target branch (a new base) brought in."""
     snapshot = task.snapshot(t)
     before, now = task.round(t - 1), task.round(t)
+    messages = first_lines([c.get("message") or "" for c in now.commits])
     if (before.base_sha or task.pr.get("base_sha")) == (now.base_sha or task.pr.get("base_sha")):
-        return RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot, signals)
+        rnd = RoundInput.from_diff(t, task.diff_between(t - 1, t), snapshot, signals)
+        rnd.messages = messages
+        return rnd
     previous = task.snapshot(t - 1)
     paths = set(previous) | set(snapshot)
     moved = interdiff(before.diff, now.diff, {p: previous.get(p) for p in paths},
                       {p: snapshot.get(p) for p in paths})
     return RoundInput(t, DiffMap(moved.round), snapshot, list(signals),
-                      upstream=DiffMap(moved.upstream))
+                      upstream=DiffMap(moved.upstream), messages=messages)
 
 
 def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Replay:
@@ -154,6 +173,7 @@ def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Re
             decisions = decide(ledger.defects(pr_id), inp)
             ledger.record_round(pr_id, t, decisions)
             replay.evidence[t] = {d.key: f"{d.rule}: {d.evidence}" for d in decisions}
+            replay.confidence[t] = {d.key: d.confidence for d in decisions}
         ledger.finish_round(pr_id, t)
         replay.answers[t] = {d.key: str(d.state) for d in ledger.defects(pr_id)
                              if not d.ignored}
@@ -207,4 +227,19 @@ def score_replays(replays: list[Replay]) -> dict:
     pairs = [p for r in replays for p in r.pairs()]
     scores = tracking_scores(pairs)
     scores["tasks"] = len(replays)
+    scores.update(sure_scores(replays))
     return scores
+
+
+def sure_scores(replays: list[Replay]) -> dict:
+    """Live pairs the tracker was unsure of (confidence below ``tracker.calibration.SURE``):
+    their share, and the accuracy on the rest (the sure part)."""
+    from tracker.calibration import unsure
+
+    from .metrics import live_class
+
+    decided = [(p, c) for r in replays for p, _, c in r.decisions() if p.live]
+    sure = [live_class(p.answer) == live_class(p.gold) for p, c in decided if not unsure(c)]
+    return {"unsure_share": round(1 - len(sure) / len(decided), 4) if decided else 0.0,
+            "sure_accuracy": round(sum(sure) / len(sure), 4) if sure else None,
+            "sure_n": len(sure)}

@@ -18,6 +18,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from tracker.calibration import unsure_label
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
@@ -26,7 +27,7 @@ from .forge import Forge, ForgeError, NotFound, Unprocessable
 from .store.offload import off_loop
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
-           "standing", "start"]
+           "standing", "start", "supersede"]
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +118,25 @@ def _cell(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def unsure_lines(decisions: list[dict]) -> list[str]:
+    """The round's decisions the tracker was unsure of (``tracker.calibration``), in words."""
+    out = []
+    for d in sorted(decisions, key=lambda d: d.get("confidence") or 0):
+        label = unsure_label(d.get("state", ""), d.get("confidence"))
+        if label and d.get("decided_by") != "human":
+            out.append(f"- **{d['key']}** {label}: `{d.get('rule')}`, "
+                       f"{round(100 * d['confidence'])}% likely right")
+    return ["Unsure this round (no verifier confirmed them):", "", *out, ""] if out else []
+
+
 def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
-           summary_url: str | None = None) -> dict:
-    """The check run's ``output`` without annotations: title, summary and the defect table."""
+           summary_url: str | None = None, decisions: list[dict] = ()) -> dict:
+    """The check run's ``output`` without annotations: title, summary and the defect table;
+    ``decisions``: the round's decisions (as its plan stores them), for the unsure ones."""
     lines = [_verdict(defects, fail_on), ""]
     if summary_url:
         lines += [f"The full ledger is in the [roundwise summary]({summary_url}).", ""]
+    lines += unsure_lines(list(decisions))
     rows = sorted(standing(defects), key=lambda d: -severity_rank(d.severity))
     text = []
     if rows:
@@ -166,17 +180,32 @@ async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
     return await off_loop(store, store.round, pr_id, number)
 
 
-async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> int | None:
-    """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id."""
+def external_id(pr_id: int, number: int) -> str:
+    """The check run's own id for round ``number`` of a PR (GitHub's ``external_id``)."""
+    return f"roundwise:{pr_id}:r{number}"
+
+
+async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
+                *, resumed: bool = False) -> int | None:
+    """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id.
+    ``resumed``: the round ran before (a crash may have come between creating its check run
+    and recording its id), so the run is looked for on GitHub before one is created."""
     row = await _round(store, pr_id, number)
+    # the run's own id, so a create whose answer was lost is found, not made twice
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
+              "external_id": external_id(pr_id, number),
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
     try:
-        if row and row.get("check_run_id"):
-            await forge.update_check_run(row["check_run_id"],
-                                         {k: v for k, v in fields.items() if k != "name"})
-            return row["check_run_id"]
+        known = row.get("check_run_id") if row else None
+        if known is None and resumed:
+            known = await forge.find_check_run(head, NAME, fields["external_id"])
+        if known is not None:
+            await forge.update_check_run(known, {k: v for k, v in fields.items()
+                                                 if k not in ("name", "external_id")})
+            if row and not row.get("check_run_id"):
+                await off_loop(store, store.update_round, row["id"], check_run_id=known)
+            return known
         check_id = await forge.create_check_run(head, fields)
     except ForgeError as exc:
         log.warning("could not start the check run of round %d: %s", number, exc)
@@ -194,7 +223,9 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
         return None
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
-    out = output(defects, fail_on, pr["repo"], head)
+    plan = await off_loop(store, store.plan, pr["id"], number)
+    out = output(defects, fail_on, pr["repo"], head,
+                 decisions=(plan or {}).get("decisions") or [])
     notes = annotations(defects, fail_on)
     try:
         await forge.update_check_run(row["check_run_id"], {
@@ -228,6 +259,28 @@ async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str
     await _remember(store, row, "failed", "neutral")
 
 
+async def supersede(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> None:
+    """Complete the check of round ``number``, which a push of ``head`` overtook, as
+    ``neutral``: the newer head has its own check, and this one must not spin for ever."""
+    row = await _round(store, pr_id, number)
+    if not row:
+        return
+    try:
+        check_id = row.get("check_run_id") or await forge.find_check_run(
+            row["head_sha"], NAME, external_id(pr_id, number))  # created, not recorded
+        if check_id is None:
+            return
+        await forge.update_check_run(check_id, {
+            "status": "completed", "conclusion": "neutral", "completed_at": _now(),
+            "output": {"title": "Superseded by a newer push",
+                       "summary": f"Round {number} was overtaken by a push of `{head[:7]}`, "
+                                  "which roundwise reviews instead."}})
+    except ForgeError as exc:
+        log.warning("could not complete the superseded check run of round %d: %s", number, exc)
+        return
+    await _remember(store, row, "superseded", "neutral")
+
+
 async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
     """After a person resolved, ignored or raised a defect: update the last round's completed
     check when its title or conclusion changed, with the ``fail_on`` it was completed under
@@ -240,7 +293,11 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
         return None
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
-    out = output(defects, fail_on, pr["repo"], row["head_sha"])
+    now = {d.key: str(d.state) for d in defects}
+    plan = await off_loop(store, store.plan, pr["id"], row["number"])
+    standing_decisions = [d for d in (plan or {}).get("decisions") or []
+                          if now.get(d.get("key")) == d.get("state")]  # none a person changed
+    out = output(defects, fail_on, pr["repo"], row["head_sha"], decisions=standing_decisions)
     if (out["title"], result) == (shown_title, shown):
         return None
     try:

@@ -168,6 +168,12 @@ class ForgeReader(ABC):
         tell says ``ahead``, and rounds are reviewed as plain pushes."""
         return "ahead"
 
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        """The first lines of the messages of the commits from ``base`` to ``head``, oldest
+        first (at most ``MAX_MESSAGES``), as evidence of what a push meant to do. A forge
+        that cannot tell gives none."""
+        return []
+
     @abstractmethod
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (the default branch when None); None when absent."""
@@ -232,3 +238,12 @@ class Forge(ForgeReader):
 
     async def update_check_run(self, check_run_id: int, fields: dict) -> None:
         """Change a check run; ``output.annotations`` are added to those it has."""
+
+    async def find_check_run(self, head_sha: str, name: str, external_id: str) -> int | None:
+        """The id of the check run named ``name`` with ``external_id`` on ``head_sha`` (one
+        created before a crash), or None."""
+        return None
+
+    async def react(self, comment_id: int, content: str) -> None:
+        """React to a PR (conversation) comment, e.g. ``-1`` for a quiet refusal; a forge
+        without reactions keeps this default and the refusal stays silent."""

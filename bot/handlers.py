@@ -20,7 +20,7 @@ from tracker.models import DecidedBy, Decision, SignalKind
 
 from . import live, render
 from .commands import NEEDS_WRITE, parse_command
-from .forced import may_force, recent_forced
+from .forced import PER_HOUR, may_force, recent_forced
 from .forge import ForgeError
 from .github.payloads import code_from_hunk, comment_from_payload
 from .jobs import Job, JobQueue, RetryLater
@@ -87,7 +87,8 @@ class Handlers:
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
         outcome = await self._db(take_comment, self.ledger, pr_id, comment,
                                  pr_author=pr["author"], code=code)
-        disputed = outcome.signal is SignalKind.REVIEWER_DISPUTES and outcome.defect
+        disputed = outcome.signal in (SignalKind.REVIEWER_DISPUTES, SignalKind.REVIEWER_REPEATS) \
+            and outcome.defect
         await self._refresh(job, [outcome.defect.key] if disputed else [])
         return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
 
@@ -112,13 +113,24 @@ class Handlers:
                                     job.payload.get("check_run_id"),
                                     job.payload.get("head_sha"))
             numbers = [number] if number is not None else []
-        for number in numbers:
+        limited = []
+        for number in list(numbers):
+            # a Re-run is a forced round as `/roundwise review` is: under the same limit
+            if await self.queue.call(recent_forced, self.queue, job.repo, number) >= PER_HOUR:
+                limited.append(number)
+                numbers.remove(number)
+                continue
             await self.queue.call(self.queue.enqueue, "round", repo=job.repo, number=number,
                                   installation_id=job.installation_id, payload={"force": True},
                                   delivery_id=f"{job.delivery_id}:rerequest:{number}",
                                   head_sha=job.payload.get("head_sha"))
-        return f"review queued for #{', #'.join(map(str, numbers))}" if numbers else \
-            "no pull request known for this check"
+        if limited:
+            log.info("re-run of %s #%s refused: %d forced reviews an hour at most", job.repo,
+                     ", #".join(map(str, limited)), PER_HOUR)
+        if numbers:
+            return f"review queued for #{', #'.join(map(str, numbers))}"
+        return f"refused: #{', #'.join(map(str, limited))} had {PER_HOUR} forced reviews " \
+            "in the last hour" if limited else "no pull request known for this check"
 
     async def _refresh(self, job: Job, changed: list[str] = ()) -> None:
         """A person changed the ledger: the summary, the check and the threads of ``changed``
@@ -154,7 +166,8 @@ class Handlers:
         if command is None:
             return "no command"
         if command.error or command.name == "unknown":
-            await gh.create_issue_comment(job.number, f"@{user} {command.error}.\n\n{render.HELP}")
+            await self._refuse(gh, job, user, f"error:{command.name}",  # once per mistake
+                               f"@{user} {command.error}.\n\n{render.HELP}")
             return command.error or "unknown"
         if command.name == "help":
             await gh.create_issue_comment(job.number, render.HELP)
@@ -164,7 +177,7 @@ class Handlers:
             refusal = may_force(await gh.permission(user), user, job.payload.get("pr_author"),
                                 already)
             if refusal:
-                await gh.create_issue_comment(job.number, f"@{user} {refusal}.")
+                await self._refuse(gh, job, user, "refused", f"@{user} {refusal}.")
                 return f"refused: {refusal}"
             await self.queue.call(self.queue.enqueue, "round", repo=job.repo,
                                   number=job.number, installation_id=job.installation_id,
@@ -179,14 +192,40 @@ class Handlers:
         if command.name in NEEDS_WRITE:
             permission = await gh.permission(user)
             if permission not in WRITE:
-                await gh.create_issue_comment(
-                    job.number, f"@{user} only people with write access can "
-                                f"`/roundwise {command.name}`.")
+                await self._refuse(gh, job, user, "refused",
+                                   f"@{user} only people with write access can "
+                                   f"`/roundwise {command.name}`.")
                 return f"refused: {user} has {permission} access"
             if command.name == "unmute":
                 return await self._unmute(gh, job, command.key, user)
             return await self._resolve_or_ignore(gh, job, pr_id, command.name, command.key, user)
         return "nothing to do"
+
+    async def _refuse(self, gh, job: Job, user: str | None, why: str, text: str) -> None:
+        """Say no once per person, pull request and kind of no (``why``); after that a 👎 on
+        the command instead of one more comment. The first answer is a ``refusal`` job whose
+        delivery id names the person and PR, so the queue's uniqueness (kept across restarts
+        and replicas) decides which command is the first."""
+        comment_id = job.payload["comment"].get("id")
+        job_id = await self.queue.call(
+            self.queue.enqueue, "refusal", repo=job.repo, number=job.number,
+            installation_id=job.installation_id,
+            payload={"comment_id": comment_id, "body": text},
+            delivery_id=f"refusal:{why}:{job.repo}#{job.number}:{user}")
+        first = await self.queue.call(self.queue.store.job, job_id)
+        if first is not None and first.payload.get("comment_id") == comment_id:
+            return  # the refusal job posts the answer
+        try:
+            await gh.react(comment_id, "-1")
+        except ForgeError as exc:  # a reaction is a courtesy: a refusal never fails the job
+            if exc.retryable:
+                raise
+            log.info("could not react to comment %s: %s", comment_id, exc)
+
+    async def on_refusal(self, job: Job) -> str:
+        """The first refusal of a person's commands on a pull request, as a comment."""
+        await self.rounds.forge(job).create_issue_comment(job.number, job.payload["body"])
+        return "refusal posted"
 
     async def _unmute(self, gh, job: Job, kind: str, user: str) -> str:
         """``/roundwise unmute KIND``: post that kind of finding again in this repository."""

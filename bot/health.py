@@ -6,10 +6,15 @@ write: it fails while the disk is full) and asks the worker pool for dead or fai
 any problem makes ``/healthz`` answer 503 with the reasons.
 
 One SQLite ledger file takes one server: two processes on it fight over locks, and each
-re-queues the other's running jobs at start-up. ``ServerLock`` (an exclusive ``flock`` on
-``<ledger>.lock``, released by the OS even after ``kill -9``) makes a second server on the
-same file refuse to start, saying why. A PostgreSQL database takes any number of servers
-(leases, not a lock file, keep them apart), so ``create_app`` takes no lock for one.
+re-queues the other's running jobs at start-up. ``ServerLock`` (an exclusive ``flock`` on the
+ledger file itself, released by the OS even after ``kill -9``) makes a second server on the
+same file refuse to start, saying why. The lock is on the file, not on a name: a symlink or a
+hard link to the ledger is the same file and is refused too. (SQLite's own locks are POSIX
+``fcntl`` locks, which a ``flock`` does not touch; the descriptor stays open until the ledger is
+closed, since closing a descriptor of the file drops the process's ``fcntl`` locks.) The pid of
+the holder is written to ``<ledger>.lock`` for the message. A PostgreSQL database takes any
+number of servers (leases, not a lock file, keep them apart), so ``create_app`` takes no lock
+for one.
 """
 
 from __future__ import annotations
@@ -28,26 +33,34 @@ class AlreadyServing(RuntimeError):
 
 
 class ServerLock:
-    """An exclusive lock on ``<db_path>.lock`` for as long as this server runs."""
+    """An exclusive ``flock`` on the ledger file for as long as this server runs."""
 
     def __init__(self, db_path: str | os.PathLike):
-        self.path = Path(f"{db_path}.lock")
+        self.db_path = Path(db_path)
+        self.path = Path(f"{db_path}.lock")  # who holds it, for the message
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.db_path, os.O_RDWR | os.O_CREAT, 0o644)  # empty: a new database
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
             raise AlreadyServing(
-                f"another roundwise server (pid {holder}) is using the ledger "
-                f"{str(self.path)[:-5]}; one SQLite ledger takes one server: stop it, or give "
-                "this one its own ROUNDWISE_DB") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+                f"another roundwise server (pid {self._holder()}) is using the ledger "
+                f"{self.db_path} (or a link to the same file); one SQLite ledger takes one "
+                "server: stop it, or give this one its own ROUNDWISE_DB") from None
         self._fd = fd
+        try:
+            self.path.write_text(str(os.getpid()))
+        except OSError:  # only the message would miss it
+            pass
+
+    def _holder(self) -> str:
+        try:
+            return self.path.read_text()[:20].strip() or "unknown"
+        except OSError:
+            return "unknown"
 
     def release(self) -> None:
         if self._fd is not None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from tracker.discussion import MAX_MESSAGES, first_lines
+
 from .forge import ForgeReader, PullRequest
 
 __all__ = ["LocalError", "LocalGitForge", "git"]
@@ -67,6 +69,14 @@ class LocalGitForge(ForgeReader):
             return "ahead"
         except LocalError:
             return "diverged"
+
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        try:
+            out = git(self.top, "log", "--reverse", f"--max-count={MAX_MESSAGES}",
+                      "--format=%s", f"{base}..{head}")
+        except LocalError:
+            return []
+        return first_lines(out.splitlines())
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         try:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from tracker.gitpath import diff_path, header_paths
+
 __all__ = ["FileStat", "diffstat", "glance", "this_push"]
 
 MAX_FILES = 40  # rows in the table; the rest are counted
@@ -38,11 +40,13 @@ def diffstat(diff: str) -> list[FileStat]:
     for line in diff.splitlines():
         if line.startswith("diff --git "):
             flush()
-            path, added, removed, in_hunk = line.split(" b/", 1)[-1], 0, 0, False
+            names = header_paths(line)
+            path = names[1] if names else line.split(" b/", 1)[-1]
+            added, removed, in_hunk = 0, 0, False
         elif line.startswith("+++ ") and not in_hunk:
-            target = line[4:].strip()
-            if target != "/dev/null" and path is not None:
-                path = target.removeprefix("b/")
+            target = diff_path(line[4:].rstrip("\n").split("\t")[0].strip())
+            if target is not None and path is not None:
+                path = target
         elif line.startswith("@@"):
             in_hunk = True
         elif in_hunk and line.startswith("+"):

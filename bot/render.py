@@ -12,6 +12,8 @@ import re
 
 from tracker.models import MCR_TYPES, Decision, Defect, Finding, suggestion_block
 
+from .quiet import quiet
+
 SUMMARY_MARKER = "<!-- roundwise:summary -->"
 _MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
 
@@ -27,8 +29,9 @@ def read_marker(body: str | None) -> tuple[str, str, int] | None:
 
 
 def _clean(text: str, limit: int = 1500) -> str:
+    """Text that may be a person's, cut to ``limit`` and quoted without pinging anyone."""
     text = (text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;").strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return quiet(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _kind(type_id: str | None) -> str:
@@ -60,7 +63,19 @@ def state_reply(defect: Defect, decision: Decision, round_number: int) -> str:
     who = {"rule": "checked from the code", "llm": "verified against the code",
            "human": "a person's action"}[str(decision.decided_by)]
     return (f"{head}\n\nEvidence ({who}): {_clean(decision.evidence, 800)}\n"
-            f"{marker('state', defect.key, round_number)}")
+            f"{marker('state', defect.key, round_number)}{_BECAME.format(decision.state)}")
+
+
+# What a state reply said the defect became: a round after a crash tells by it whether the
+# crashed round already said the same (``bot.round.publish``).
+_BECAME = "<!-- roundwise:became:{} -->"
+_BECAME_RE = re.compile(r"<!-- roundwise:became:(\w+) -->")
+
+
+def read_became(body: str | None) -> str | None:
+    """The state a state reply announced ("Resolved", "Open", "Reopened"), or None."""
+    match = _BECAME_RE.search(body or "")
+    return match.group(1) if match else None
 
 
 # A blank line must come before it, or GitHub glues it to the paragraph above.

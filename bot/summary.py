@@ -20,7 +20,10 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from tracker.calibration import unsure_label
 from tracker.models import MCR_TYPES, severity_rank
+
+from .quiet import quiet
 
 __all__ = ["MAX_BODY", "Change", "Held", "Row", "render"]
 
@@ -28,6 +31,7 @@ MAX_BODY = 65536  # GitHub's limit for a comment body, in characters
 _BUDGET = MAX_BODY - 1536  # room for the marker, notes and the commands line
 OPEN = ("New", "Open", "Reopened")
 _ICON = {"Resolved": "✅", "Open": "⏳", "Reopened": "🔁", "New": "🆕"}
+CORRECTIONS = ("reviewer-repeats", "reviewer-disputes", "author-promises")  # later evidence
 _WHO = {"rule": "checked from the code", "llm": "verified against the code",
         "human": "a person's action"}
 
@@ -49,6 +53,14 @@ class Row:
     last_change: int = 0
     ignored: bool = False
     fix: str | None = None  # replacement text for the anchored lines, when known
+    confidence: float | None = None  # of the decision that set ``state`` (None: not known)
+
+    @property
+    def shown_state(self) -> str:
+        """The state, with "likely resolved (unverified)" / "likely still open" when the
+        decision behind it was unsure."""
+        label = unsure_label(self.state, self.confidence)
+        return f"{self.state} ({label})" if label else self.state
 
     @property
     def open(self) -> bool:
@@ -65,6 +77,7 @@ class Change:
     rule: str
     evidence: str
     decided_by: str = "rule"
+    confidence: float | None = None
 
 
 @dataclass
@@ -112,7 +125,7 @@ _LEVELS = [
 def _escape(text: str) -> str:
     """PR text made safe inside our markdown: no closing our markers, and outside code spans
     no raw HTML (``List<String>`` would vanish as a tag)."""
-    text = (text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+    text = quiet((text or "").replace("<!--", "&lt;!--").replace("-->", "--&gt;"))
     parts = re.split(r"(`[^`\n]*`)", text)
     return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1
                    else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
@@ -207,7 +220,13 @@ def _this_round(changes: list[Change], new: list[Row], d: _Detail) -> list[str]:
         evidence = " ".join(_escape(c.evidence).split())
         if d.evidence is not None and len(evidence) > d.evidence:
             evidence = _cut(evidence, d.evidence)
-        out.append(f"- {icon} **{c.key}** {c.before} → **{c.after}** "
+        if c.rule in CORRECTIONS and c.before == "Resolved":
+            out.append(f"- ↩️ **{c.key}** back to **{c.after}** (was Resolved by the code): "
+                       f"{evidence}")
+            continue
+        label = unsure_label(c.after, c.confidence)
+        out.append(f"- {icon} **{c.key}** {c.before} → **{c.after}**"
+                   f"{f', {label}' if label else ''} "
                    f"({_WHO.get(c.decided_by, c.decided_by)}, `{c.rule}`): {evidence}")
     if new:
         keys = ", ".join(r.key for r in new)
@@ -223,7 +242,7 @@ def _open_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
     out = [f"#### Open ({len(open_)})", "",
            "| id | state | severity | type | where | what |", "|---|---|---|---|---|---|"]
     for r in open_:
-        out.append(f"| {r.key} | {r.state} | {r.severity} | {_type(r.type)} | "
+        out.append(f"| {r.key} | {r.shown_state} | {r.severity} | {_type(r.type)} | "
                    f"{link(r, repo, head, d.links)} | {_cell(r.description, d.desc)} |")
     return out + [""]
 
@@ -241,7 +260,8 @@ def _history(rows: list[Row], d: _Detail) -> list[str]:
         out += ["| id | state | severity | type | where | what | raised | last change |",
                 "|---|---|---|---|---|---|---|---|"]
         for r in done:
-            state = r.state + (" (ignored)" if r.ignored else "")
+            state = r.state + (" (ignored)" if r.ignored else "") if r.ignored \
+                else r.shown_state
             out.append(f"| {r.key} | {state} | {r.severity} | {_type(r.type)} | "
                        f"`{_cell(_short_path(location(r)), 80)}` | {_cell(r.description, 100)} | "
                        f"R{r.raised} | R{r.last_change} |")
@@ -384,11 +404,13 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
     alone, this round's changes read from its history (people's since the push included)."""
     history = store.states_by_round(pr_id)
     decisions = {d.key: d for d in (plan.decisions if plan else [])}
+    sureness = _stored_confidences(store, pr_id)
     rows, changes = [], []
     for d in store.defects(pr_id):
         row = Row(d.key, str(d.state), d.severity, d.type, d.text, d.path, d.line_start,
                   d.line_end, d.origin.value, d.raised_round,
-                  _last_change(history.get(d.key, {})), d.ignored, d.fix)
+                  _last_change(history.get(d.key, {})), d.ignored, d.fix,
+                  sureness.get((d.key, str(d.state))))
         if plan is None:
             change = _recorded_change(store, pr_id, d.key, number, history.get(d.key, {}))
             if change is not None:
@@ -397,8 +419,10 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
         if decision is not None:
             if str(decision.state) != row.state:
                 changes.append(Change(d.key, row.state, str(decision.state), decision.rule,
-                                      decision.evidence, str(decision.decided_by)))
+                                      decision.evidence, str(decision.decided_by),
+                                      decision.confidence))
                 row.state, row.last_change = str(decision.state), number
+            row.confidence = decision.confidence
             if decision.path and decision.line_start:
                 row.path, row.line_start, row.line_end = (decision.path, decision.line_start,
                                                           decision.line_end)
@@ -411,16 +435,35 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
     return rows, changes
 
 
+def _stored_confidences(store, pr_id: int) -> dict[tuple[str, str], float]:
+    """(key, state) -> the confidence of the last stored round decision that gave it, read
+    from the rounds' plans (a person's later action, with no confidence, replaces it)."""
+    import json
+
+    out: dict[tuple[str, str], float] = {}
+    for rnd in store.rounds(pr_id):
+        for d in (json.loads(rnd["plan"]).get("decisions") or []) if rnd.get("plan") else []:
+            if d.get("confidence") is not None:
+                out[(d["key"], d["state"])] = float(d["confidence"])
+    return out
+
+
 def _recorded_change(store, pr_id: int, key: str, number: int,
                      states: dict[int, str]) -> Change | None:
-    """The change of state the ledger recorded for ``key`` in round ``number``, if any."""
-    earlier = max((r for r in states if r < number), default=None)
-    before = states[earlier] if earlier is not None else "New"  # else raised this round
-    if number not in states or states[number] == before:
+    """The last change of state the ledger recorded for ``key`` in round ``number``, if any:
+    from the state just before it (a person correcting the round's own decision counts)."""
+    if number not in states:
         return None
-    last = [h for h in store.history(pr_id, key) if h["round"] == number][-1]
+    rows = store.history(pr_id, key)
+    at = max(i for i, h in enumerate(rows) if h["round"] == number)
+    last = rows[at]
+    before = rows[at - 1]["state"] if at > 0 else "New"  # else raised this round
+    if last["state"] == before:
+        return None
     return Change(key, before, last["state"], last["rule"], last["evidence"] or "",
-                  last["decided_by"] or "rule")
+                  last["decided_by"] or "rule",
+                  None if (last["decided_by"] or "rule") == "human" else
+                  _stored_confidences(store, pr_id).get((key, last["state"])))
 
 
 def notes_to_show(store, pr_id: int, number: int, notes: list[str], rows: list[Row]) -> list[str]:

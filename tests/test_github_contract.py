@@ -143,6 +143,12 @@ async def edit_issue_comment(fake, app, inst, made, v):
         OWNER, NAME, made_now.id, data={"body": "roundwise summary, round 2"})).parsed_data
 
 
+async def react_issue_comment(fake, app, inst, made, v):
+    [comment] = fake.issue_comments(REPO, NUMBER)
+    return (await inst.rest(v).reactions.async_create_for_issue_comment(
+        OWNER, NAME, comment["id"], data={"content": "-1"})).parsed_data
+
+
 async def reviews(fake, app, inst, made, v):
     await _bot_review(inst, v)
     return (await inst.rest(v).pulls.async_list_reviews(OWNER, NAME, NUMBER,
@@ -214,6 +220,7 @@ ENDPOINTS = {
     "GET /repos/{o}/{r}/issues/{n}/comments": issue_comments,
     "POST /repos/{o}/{r}/issues/{n}/comments": create_issue_comment,
     "PATCH /repos/{o}/{r}/issues/comments/{id}": edit_issue_comment,
+    "POST /repos/{o}/{r}/issues/comments/{id}/reactions": react_issue_comment,
     "GET /repos/{o}/{r}/pulls/{n}/reviews": reviews,
     "PUT /repos/{o}/{r}/pulls/{n}/reviews/{id}/dismissals": dismiss_review,
     "POST /repos/{o}/{r}/check-runs": create_check_run,

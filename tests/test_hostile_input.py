@@ -199,7 +199,9 @@ async def test_forced_reviews_need_access_and_are_rate_limited(tmp_path):
         await bot.idle()
         assert len(bot.rounds()) == 1  # a reader who is not the author forces nothing
         refusals = [c for c in bot.bot_comments() if c["body"].startswith("@mallory")]
-        assert len(refusals) == 2 and "write access" in refusals[0]["body"]
+        assert len(refusals) == 1 and "write access" in refusals[0]["body"]
+        asked = [c for c in fake.issue_comments(REPO, NUMBER) if c["user"]["login"] == "mallory"]
+        assert [c["reactions"]["-1"] for c in asked] == [0, 1]  # the second: a 👎 (issue 19)
         for _ in range(4):
             await bot.comment("sam", "/roundwise review")
             await bot.idle()

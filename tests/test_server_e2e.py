@@ -310,7 +310,8 @@ async def test_commands_check_write_access_through_the_api(tmp_path):
         await bot.comment("writer", "/roundwise ignore D9")
         await bot.idle()
         assert "D9" in bot.bot_comments()[-1]["body"]
-        assert [j["status"] for j in bot.jobs()] == ["done"] * 4
+        # a round, three commands and the refusal comment's own job (``refusal``)
+        assert [j["status"] for j in bot.jobs()] == ["done"] * 5
 
 
 async def test_help_unknown_and_status_commands(tmp_path):

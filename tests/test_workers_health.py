@@ -12,6 +12,8 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from .server_kit import APP_ID, app_keys, open_pr, running_bot
 
 
@@ -53,12 +55,19 @@ async def test_workers_survive_a_database_error_and_healthz_reports_it(tmp_path)
         assert all(not t.done() for t in bot.state.workers._tasks)
 
 
-async def test_a_second_server_on_the_same_ledger_refuses_to_start(tmp_path):
+@pytest.mark.parametrize("link", [None, "symlink", "hard link"])
+async def test_a_second_server_on_the_same_ledger_refuses_to_start(tmp_path, link):
+    """By its path, or through a symlink or a hard link to the same file (elsewhere)."""
     async with running_bot(tmp_path) as bot:
         assert str(os.getpid()) in bot.state.workers.owner  # worker ids are per process
+        db = bot.config.db_path
+        if link:
+            (tmp_path / "elsewhere").mkdir()
+            db = str(tmp_path / "elsewhere" / "other.db")
+            (os.symlink if link == "symlink" else os.link)(bot.config.db_path, db)
         env = {**os.environ, "GITHUB_APP_ID": str(APP_ID), "GITHUB_PRIVATE_KEY": app_keys()[0],
                "GITHUB_WEBHOOK_SECRET": "s", "GITHUB_API_URL": bot.fake.url,
-               "ROUNDWISE_DB": bot.config.db_path}
+               "ROUNDWISE_DB": db}
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "roundwise", "serve", "--port", "0", env=env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -9,6 +9,7 @@ defects and signals. No network I/O happens in this package.
 __all__ = [
            "anchors",
            "batch",
+           "calibration",
            "decide",
            "dedupe",
            "diffindex",
@@ -29,5 +30,6 @@ __all__ = [
            "serial",
            "store",
            "subject",
+           "suggestions",
            "verdicts",
 ]

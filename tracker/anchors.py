@@ -26,6 +26,7 @@ from functools import cached_property
 
 import unidiff
 
+from .gitpath import diff_path
 from .lines import split_lines
 from .roundcache import per_text
 
@@ -111,12 +112,9 @@ class Mapped:
 
 
 def strip_prefix(name: str | None) -> str | None:
-    """A diff header's path without git's ``a/``/``b/`` prefix; None for ``/dev/null``."""
-    if not name or name in ("/dev/null", "dev/null"):
-        return None
-    if name[:2] in ("a/", "b/"):
-        return name[2:]
-    return name
+    """A diff header's path unquoted and without git's ``a/``/``b/`` prefix; None for
+    ``/dev/null`` (``tracker.gitpath``)."""
+    return diff_path(name)
 
 
 class FileMap:

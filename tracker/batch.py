@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .anchors import fingerprint as code_fingerprint
+from .ledger_base import LedgerError
 from .lifecycle import State, carry_forward, check_transition, parse_state
 from .models import Decision
 
@@ -40,8 +41,6 @@ def apply_decisions(rows: dict[str, dict], last: dict[int, tuple[str, int]],
     rows and the history rows as ``(defect_id, round, state, rule, evidence, decided_by, at)``.
     Raises ``LedgerError`` or ``InvalidTransition`` before anything is written.
     """
-    from .ledger import LedgerError
-
     changed: dict[int, dict] = {}
     history: list[tuple] = []
     for decision in decisions:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from . import calibration
 from .anchors import (
     Anchor,
     DiffMap,
@@ -58,6 +59,7 @@ class RoundInput:
     signals: list[Signal] = field(default_factory=list)
     diffs_from: dict[str, DiffMap] = field(default_factory=dict)  # anchor commit -> new head
     upstream: DiffMap | None = None  # previous head -> itself rebased, after a rebase
+    messages: list[str] = field(default_factory=list)  # this push's commit messages
 
     def rebased(self, defect: Defect) -> Defect:
         """The defect as it stands once upstream changes (a rebase) are applied: moved with
@@ -98,11 +100,15 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     by_key: dict[str, list[Signal]] = {}
     for signal in rnd.signals:
         by_key.setdefault(signal.defect_key, []).append(signal)
-    return [
-        decide_defect(defect, rnd, by_key.get(defect.key, []))
-        for defect in defects
-        if not defect.ignored
-    ]
+    table = calibration.current()
+    out = []
+    for defect in defects:
+        if defect.ignored:
+            continue
+        decision = decide_defect(defect, rnd, by_key.get(defect.key, []))
+        decision.confidence = round(table.confidence(decision.rule, decision.confidence), 3)
+        out.append(decision)
+    return out
 
 
 def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Decision:
@@ -141,7 +147,7 @@ def _human_decision(defect: Defect, previous: State, signals: list[Signal]) -> D
         )
     return Decision(defect.key, state, rule=str(signal.kind),
                     evidence=f"{signal.author or 'a person'} {what}",
-                    decided_by=DecidedBy.HUMAN)
+                    decided_by=DecidedBy.HUMAN, confidence=calibration.HUMAN)
 
 
 def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
@@ -150,7 +156,7 @@ def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
 
     The rule tables of ``tracker.rules`` decide, from what the comment is about.
     """
-    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped)
+    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped, rnd.messages)
     ruling = rule(case, LIVE_RULES if mapped is not None else REMARK_RULES)
     disputes = [s for s in signals if s.kind is SignalKind.REVIEWER_DISPUTES]
     evidence = ruling.evidence
@@ -184,6 +190,7 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                     defect.key, State.REOPENED, "fingerprint-reappeared",
                     f"the code it was about came back at {path}:{where[0]}-{where[1]}",
                     candidate=True, path=path, line_start=where[0], line_end=where[1],
+                    confidence=0.7,
                 )
         if mapped and mapped.status is Status.MODIFIED and defect.code and mapped.added:
             to_bad, to_fix = _closest(mapped.added, bad, defect.code)
@@ -192,9 +199,10 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                     defect.key, State.REOPENED, "fix-undone",
                     f"the fixed lines were edited again and now resemble the old code "
                     f"(similarity {to_bad:.2f} to it, {to_fix:.2f} to the fix)", candidate=True,
+                    confidence=0.6,
                 )
     return Decision(defect.key, State.RESOLVED, "stays-resolved",
-                    "resolved earlier and its code has not come back")
+                    "resolved earlier and its code has not come back", confidence=0.9)
 
 
 def _closest(lines: list[str], bad: str, fix: str) -> tuple[float, float]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 
 from .models import Finding, Origin, SignalKind
+from .suggestions import suggestion  # noqa: F401 - read here by the rules and the bench
 
 _QUOTE = re.compile(r"^>.*$", re.MULTILINE)
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _SUGGESTION = re.compile(r"```suggestion\b", re.IGNORECASE)
-_SUGGESTION_BLOCK = re.compile(r"```suggestion[^\n]*\n(.*?)^\s*```", re.DOTALL | re.MULTILINE | re.IGNORECASE)
 
 _PRAISE_ONLY = re.compile(
     r"^\W*(lgtm|looks good( to me)?|looking good|looks great|great( work| job)?|nice( work| job)?|thanks?( you)?"
@@ -39,7 +39,7 @@ _CONCERN = re.compile(
 )
 _FIXED = re.compile(
     r"(\b(fixed|done|addressed|resolved|updated|changed|applied|removed|renamed|implemented|"
-    r"corrected|reverted|moved)\b|\bgood (catch|point)\b|\bwill do\b|\bmy bad\b|\bnice catch\b|"
+    r"corrected|reverted|moved)\b|\bgood (catch|point)\b|\bmy bad\b|\bnice catch\b|"
     r"исправил|исправлено|수정했|반영했|修正|已修复|已修改)",
     re.IGNORECASE,
 )
@@ -62,6 +62,20 @@ _AGREE = re.compile(
     r"agreed?|i agree|you'?re right|that works|works for me|no worries|sure)\b",
     re.IGNORECASE,
 )
+
+
+MAX_MESSAGES = 250  # commits whose messages a round reads (GitHub's compare lists 250)
+MAX_MESSAGE = 200  # characters kept of a message's first line
+
+
+def first_lines(messages: list[str]) -> list[str]:
+    """Each message's first line, bounded, for the tracker (PR text: untrusted data)."""
+    out = []
+    for message in messages[-MAX_MESSAGES:]:
+        line = str(message or "").strip().split("\n", 1)[0].strip()
+        if line:
+            out.append(line[:MAX_MESSAGE])
+    return out
 
 
 def plain_text(body: str | None) -> str:
@@ -91,24 +105,51 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
     return bool(_CONCERN.search(text)) or not _ACCEPT.match(text)
 
 
-def suggestion(body: str | None) -> list[str] | None:
-    """The replacement lines of a GitHub ```suggestion block, if the comment has one."""
-    match = _SUGGESTION_BLOCK.search(body or "")
-    if match is None:
-        return None
-    return match.group(1).splitlines()
+_PROMISE = re.compile(
+    r"(\bwill (do|fix|change|update|add|address|remove|rename|look)\b|"
+    r"\bi'?ll (do|fix|change|update|add|address|remove|rename|look)\b|\bgoing to (fix|change|"
+    r"update|add|address|remove)\b|\bin (the|a) (next|follow-?up|later|separate) (commit|push|pr)\b)",
+    re.IGNORECASE,
+)
+
+
+def promises_fix(body: str | None) -> bool:
+    """An author's reply that says the change is still to come ("will do", "I'll fix it in
+    the next commit"): it is not done yet."""
+    text = plain_text(body).strip()
+    return bool(text) and bool(_PROMISE.search(text)) and len(text) < 400
 
 
 def claims_fixed(body: str | None) -> bool:
-    """An author's reply that says the problem is dealt with ("fixed", "done", ...)."""
+    """An author's reply that says the problem is dealt with ("fixed", "done", ...); a
+    promise ("will do") is not a claim."""
     text = plain_text(body).strip()
-    return bool(text) and bool(_FIXED.search(text)) and len(text) < 400
+    return bool(text) and bool(_FIXED.search(text)) and len(text) < 400 \
+        and not promises_fix(body)
 
 
 def accepts(body: str | None) -> bool:
     """A reviewer's reply that accepts the change ("LGTM", "thanks")."""
     text = plain_text(body).strip()
     return bool(_ACCEPT.match(text)) and not _STILL.search(text)
+
+
+_THANKS_FIRST = re.compile(
+    r"^\W*(lgtm|looks (good|great|better)|looking (good|great|better)|thanks?( you)?\b|"
+    r"thank you|perfect|great|nice|much better|awesome|excellent)\b",
+    re.IGNORECASE,
+)
+
+
+def opens_with_thanks(body: str | None) -> bool:
+    """A remark that opens by accepting what was done ("Looks good, only ..."), whatever
+    new request follows."""
+    return bool(_THANKS_FIRST.match(plain_text(body).strip()))
+
+
+def still_not_done(body: str | None) -> bool:
+    """A comment saying something is still not done ("this still needs ...")."""
+    return bool(_STILL_NOT.search(plain_text(body)))
 
 
 def reply_signal(body: str | None, *, by_author: bool, after_push: bool = True
@@ -121,6 +162,8 @@ def reply_signal(body: str | None, *, by_author: bool, after_push: bool = True
     push the same words only elaborate on the request.
     """
     if by_author:
+        if promises_fix(body):
+            return SignalKind.AUTHOR_PROMISES
         return SignalKind.AUTHOR_CLAIMS_FIXED if claims_fixed(body) else None
     text = plain_text(body).strip()
     if not text:

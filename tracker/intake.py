@@ -13,10 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dedupe import Position, match_finding
-from .discussion import human_finding, raises_concern, reply_signal
+from .discussion import (
+    human_finding,
+    opens_with_thanks,
+    raises_concern,
+    reply_signal,
+    still_not_done,
+)
 from .ledger import Ledger
 from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+
+MAX_COMMENT = 65536  # characters of a comment taken in; the rest is dropped
 
 
 @dataclass
@@ -35,8 +43,13 @@ class Comment:
     by_bot: bool = False
     node_id: str | None = None
     commit_id: str | None = None  # the head the comment's line numbers refer to
+    review_state: str | None = None  # a review's verdict: APPROVED, CHANGES_REQUESTED, ...
 
     def __post_init__(self) -> None:
+        # A comment is stored as the person wrote it, up to a bound (GitHub takes 65,536
+        # characters; a webhook or task file could carry more).
+        if self.body and len(self.body) > MAX_COMMENT:
+            self.body = self.body[:MAX_COMMENT]
         # Lines come from outside (a webhook, a task file): a line below 1 anchors nothing,
         # and a start after the line (or without one) is dropped rather than trusted.
         if self.line is not None and self.line < 1:
@@ -63,8 +76,37 @@ def take_comment(ledger: Ledger, pr_id: int, comment: Comment, *, pr_author: str
     if comment.by_bot:
         return Outcome("ignored", reason="the bot's own comment")
     if comment.in_reply_to:
-        return _take_reply(ledger, pr_id, comment, round_number, pr_author, code)
-    return _take_top_level(ledger, pr_id, comment, round_number, pr_author, code)
+        outcome = _take_reply(ledger, pr_id, comment, round_number, pr_author, code)
+    else:
+        outcome = _take_top_level(ledger, pr_id, comment, round_number, pr_author, code)
+    if not (pr_author and comment.author == pr_author):
+        _follow_remarks(ledger, pr_id, comment, round_number, outcome)
+    return outcome
+
+
+def _follow_remarks(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
+                    outcome: Outcome) -> None:
+    """What a reviewer's comment after a push says about their own earlier remarks on the
+    whole PR (which no thread follows): approving, or opening with thanks, says they were met;
+    commenting elsewhere without coming back to them says so weakly."""
+    if not comment.author:
+        return
+    mine = [d for d in ledger.defects(pr_id, include_ignored=False)
+            if not d.anchored and d.state.unresolved and d.author == comment.author
+            and d.raised_round < round_number
+            and not (outcome.defect is not None and outcome.defect.key == d.key)]
+    if not mine:
+        return
+    approves = (comment.review_state or "").upper() == "APPROVED" or (
+        comment.kind in ("review", "issue_comment") and not comment.in_reply_to
+        and opens_with_thanks(comment.body))
+    if not approves and still_not_done(comment.body):
+        return  # "this still needs ..." elsewhere: not a reviewer who has moved on
+    kind = SignalKind.REVIEWER_APPROVES if approves else SignalKind.REVIEWER_MOVED_ON
+    for defect in mine:
+        ledger.add_signal(pr_id, defect, round_number,
+                          Signal(kind, defect.key, comment.author, _quote(comment.body),
+                                 comment.id))
 
 
 def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
@@ -90,8 +132,17 @@ def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: 
         ledger.attach_comment(same.id, comment.id, kind=comment.kind, author=comment.author,
                               body=comment.body, node_id=comment.node_id,
                               in_reply_to=comment.in_reply_to)
-        return Outcome("attached", ledger.defect(pr_id, same.key),
-                       reason=f"repeats {same.key}")
+        defect, signal = ledger.defect(pr_id, same.key), None
+        if round_number > defect.raised_round:
+            signal = SignalKind.REVIEWER_REPEATS
+            ledger.add_signal(pr_id, defect, round_number,
+                              Signal(SignalKind.REVIEWER_REPEATS, defect.key, comment.author,
+                                     comment.body, comment.id))
+            if defect.state is State.RESOLVED:
+                defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-repeats",
+                                    f"{comment.author or 'a reviewer'} raised it again after "
+                                    f"it was resolved: {_quote(comment.body)}")
+        return Outcome("attached", defect, signal, reason=f"repeats {same.key}")
     with ledger.transaction():
         defect = ledger.add_defect(
             pr_id, finding, round_number, code=code if inline else None,
@@ -127,6 +178,11 @@ def _take_reply(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
     if kind is SignalKind.REVIEWER_DISPUTES and defect.state is State.RESOLVED:
         defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-disputes",
                             f"{comment.author} replied that it is not fixed: "
+                            f"{_quote(comment.body)}")
+    elif kind is SignalKind.AUTHOR_PROMISES and defect.state is State.RESOLVED \
+            and round_number > defect.raised_round:
+        defect = _unresolve(ledger, pr_id, defect, round_number, "author-promises",
+                            f"{comment.author} says it is still to be done: "
                             f"{_quote(comment.body)}")
     return Outcome("attached", defect, kind)
 

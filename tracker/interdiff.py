@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import unidiff
 
 from .anchors import DiffError, reverse_apply
+from .gitpath import diff_path, quote
 from .lines import split_lines
 
 
@@ -42,12 +43,12 @@ def unified(path: str, old: str | None, new: str | None) -> str:
     a = _lines(old)
     b = _lines(new)
     body = "".join(difflib.unified_diff(
-        a, b, "/dev/null" if old is None else f"a/{path}",
-        "/dev/null" if new is None else f"b/{path}", n=3,
+        a, b, "/dev/null" if old is None else quote(f"a/{path}"),
+        "/dev/null" if new is None else quote(f"b/{path}"), n=3,
     ))
     if not body:
         return ""
-    head = f"diff --git a/{path} b/{path}\n"
+    head = f"diff --git {quote(f'a/{path}')} {quote(f'b/{path}')}\n"
     if old is None:
         head += "new file mode 100644\n"
     elif new is None:
@@ -71,9 +72,9 @@ def _patches(diff_text: str) -> dict[str, unidiff.PatchedFile]:
         raise DiffError(f"not a unified diff: {exc}") from exc
     out = {}
     for patched in patch:
-        for name in (patched.source_file, patched.target_file):
-            if name and name not in ("/dev/null", "dev/null"):
-                out[name[2:] if name[:2] in ("a/", "b/") else name] = patched
+        for name in (diff_path(patched.source_file), diff_path(patched.target_file)):
+            if name:
+                out[name] = patched
     return out
 
 

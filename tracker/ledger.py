@@ -21,7 +21,7 @@ from sqlite_utils import Database
 
 from .anchors import fingerprint as code_fingerprint
 from .batch import WRITTEN, apply_decisions, state_before
-from .ledger_base import LedgerBase, now
+from .ledger_base import LedgerBase, LedgerError, dump_defects, now
 from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 from .schema import migrations
@@ -64,10 +64,6 @@ TALLY = """
 def like_prefix(repo: str) -> str:
     """A LIKE pattern (escape ``!``) for ``repo:anything``: the local CLI's per-branch PRs."""
     return repo.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ":%"
-
-
-class LedgerError(Exception):
-    """A request the ledger cannot honour (unknown PR, unknown defect, ...)."""
 
 
 class Ledger(LedgerBase):
@@ -583,6 +579,4 @@ class Ledger(LedgerBase):
 
     def dump(self, pr_id: int) -> Iterator[dict]:
         """Every defect as a plain dict with its history, for JSON output."""
-        from .store import dump_defects
-
         return dump_defects(self, pr_id)

@@ -9,12 +9,13 @@ what each engine provides: ``transaction``, ``close``, ``round``, ``defect``, ``
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Self
 
 from .models import DecidedBy, Defect
 
-__all__ = ["LedgerBase", "now"]
+__all__ = ["LedgerBase", "LedgerError", "dump_defects", "now"]
 
 
 def now() -> str:
@@ -64,3 +65,21 @@ class LedgerBase:
     def set_thread(self, pr_id: int, key: str, node_id: str) -> None:
         defect = self.defect(pr_id, key)
         self._update("defects", defect.id, {"thread_node_id": node_id})
+
+
+class LedgerError(Exception):
+    """A request the ledger cannot honour (unknown PR, unknown defect, ...)."""
+
+
+def dump_defects(store, pr_id: int) -> Iterator[dict]:
+    """Every defect of a PR as a plain dict with its history, for JSON output."""
+    for defect in store.defects(pr_id):
+        yield {
+            "key": defect.key, "state": str(defect.state), "origin": str(defect.origin),
+            "location": defect.location(), "type": defect.type, "severity": defect.severity,
+            "description": defect.description,
+            "history": [
+                {k: h[k] for k in ("round", "state", "rule", "decided_by", "evidence")}
+                for h in store.history(pr_id, defect.key)
+            ],
+        }

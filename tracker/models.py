@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 from .lifecycle import State, parse_state
+from .suggestions import suggestion
 
 MCR_TYPES = {
     "E.1.1": "Textual",
@@ -137,8 +138,6 @@ def suggestion_block(description: str, fix: str) -> str:
 
 def split_suggestion(description: str) -> tuple[str, str | None]:
     """A description without its trailing ```suggestion block, and the block's text."""
-    from .discussion import suggestion
-
     lines = suggestion(description)
     if lines is None:
         return description, None
@@ -213,6 +212,12 @@ class SignalKind(str, Enum):
     COMMAND_RESOLVE = "command_resolve"  # `/roundwise resolve D3` by someone with write access
     COMMAND_IGNORE = "command_ignore"
     THUMBS_DOWN = "thumbs_down"  # a 👎 on the bot's comment (read at the next round)
+    REVIEWER_APPROVES = "reviewer_approves"  # the remark's reviewer approved, or opened a
+    # later remark with thanks ("looks good, only ..."), after a push: their remark was met
+    REVIEWER_MOVED_ON = "reviewer_moved_on"  # the remark's reviewer commented elsewhere after
+    # a push without coming back to it: weak evidence it was met
+    REVIEWER_REPEATS = "reviewer_repeats"  # the reviewer raised it again after a push
+    AUTHOR_PROMISES = "author_promises"  # the author says it will be done ("will do")
 
     def __str__(self) -> str:
         return self.value

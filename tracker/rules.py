@@ -63,6 +63,7 @@ class Case:
     files: dict[str, str | None]  # texts at the new head
     signals: list[Signal] = field(default_factory=list)
     mapped: Mapped | None = None  # the defect's whole range, mapped to the new head
+    messages: list[str] = field(default_factory=list)  # this push's commit messages
 
     # -- the comment ---------------------------------------------------------------------------
 
@@ -579,6 +580,23 @@ def remark_kind_changed(case: Case) -> Ruling | None:
                   f"{' and '.join(sorted(kinds))}, and no such file changed this round", 0.5)
 
 
+_ADDRESSES_REVIEW = re.compile(
+    r"\b(code review|review(er)?'?s? (comments?|feedback|suggestions?|notes?)|requested changes?|"
+    r"(apply|applied|address(ed|es)?|incorporat\w*) (the |some |all |more )?(review|pr |"
+    r"suggestions?|feedback|comments?|requested)|suggestions? from|per review|as requested|"
+    r"(review|pr) feedback)", re.IGNORECASE)
+
+
+def remark_review_commit(case: Case) -> Ruling | None:
+    """A remark on the whole PR, and a commit of this push says it addresses the review
+    ("Apply suggestions from code review", "address review comments")."""
+    said = next((m for m in case.messages if _ADDRESSES_REVIEW.search(m)), None)
+    if said is None or not case.diff.touched_paths():
+        return None
+    return Ruling(State.RESOLVED, "remark-review-commit", f"a commit of this push says it "
+                  f"addresses the review: \"{said[:120]}\"", 0.6)
+
+
 def remark_code_changed(case: Case) -> Ruling | None:
     """A remark naming no code: a push alone does not show it was addressed."""
     changed = sorted(case.diff.touched_paths())
@@ -595,11 +613,49 @@ def remark_code_changed(case: Case) -> Ruling | None:
 
 
 
+def _said(case: Case, kind: SignalKind) -> Signal | None:
+    found = [s for s in case.signals if s.kind is kind]
+    return found[-1] if found else None
+
+
+def remark_repeated(case: Case) -> Ruling | None:
+    """The reviewer raised the remark again after the push: it was not met."""
+    said = _said(case, SignalKind.REVIEWER_REPEATS)
+    if said is None:
+        return None
+    return Ruling(State.OPEN, "remark-repeated", f"{said.author or 'the reviewer'} raised it "
+                  "again after the push", 0.8)
+
+
+def remark_approved(case: Case) -> Ruling | None:
+    """The reviewer who made the remark approved (or opened a later remark with thanks)
+    after a push, without raising it again."""
+    said = _said(case, SignalKind.REVIEWER_APPROVES)
+    if said is None:
+        return None
+    return Ruling(State.RESOLVED, "remark-approved", f"{said.author or 'the reviewer'} "
+                  f"accepted the change after the push: {said.body}", 0.7)
+
+
+def remark_moved_on(case: Case) -> Ruling | None:
+    """The reviewer who made the remark commented elsewhere after a push and did not come
+    back to it: weak evidence it was met."""
+    said = _said(case, SignalKind.REVIEWER_MOVED_ON)
+    if said is None or not case.diff.touched_paths():
+        return None
+    return Ruling(State.RESOLVED, "remark-moved-on", f"{said.author or 'the reviewer'} "
+                  "commented elsewhere after the push and did not come back to it", 0.5)
+
+
 REMARK_RULES: list[Rule] = [
+    remark_repeated,
+    remark_approved,
     tests_cover_subject,
     remark_named_changed,
     remark_named_in_changes,
     remark_kind_changed,
+    remark_review_commit,
+    remark_moved_on,
     remark_code_changed,
 ]
 
@@ -615,6 +671,10 @@ SWITCHES: dict[str, bool] = {
     "tests_added": False,  # off in 21 of 22
     "remark_kind_changed": True,  # on in 22 of 22
     "tests_cover_subject": True,
+    "remark_repeated": True,
+    "remark_approved": True,
+    "remark_moved_on": True,
+    "remark_review_commit": True,
 }
 
 

@@ -1,12 +1,12 @@
 """The ledger store seam: what the bot and the bench may ask of the tracker's data.
 
 ``LedgerStore`` names the operations over pull requests, rounds, defects, their history,
-signals and comments; ``open_ledger_store(target)`` picks the engine from ``ROUNDWISE_DB``'s
-form. The tracker's engine is SQLite (``tracker.ledger.Ledger``, which satisfies the
-interface). The PostgreSQL engine talks to a server, and the tracker does no network I/O, so it
-lives in ``bot.store`` (``bot.store.open_ledger_store`` picks either); this module's
-``open_ledger_store`` refuses a ``postgresql://`` target and says so. Code outside a store
-calls these methods rather than write SQL.
+signals and comments. The tracker's engine is SQLite (``tracker.ledger.Ledger``, which
+satisfies the interface). The PostgreSQL engine talks to a server, and the tracker does no
+network I/O, so it lives in ``bot.store`` (``bot.store.open_ledger_store`` picks either from
+``ROUNDWISE_DB``'s form; this module's ``open_ledger_store`` opens SQLite only and says so
+for a ``postgresql://`` target). What both engines share is ``tracker.ledger_base``. Code
+outside a store calls these methods rather than write SQL.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol, runtime_checkable
 
+from .ledger import Ledger
+from .ledger_base import LedgerError, dump_defects
 from .lifecycle import State
 from .models import Decision, Defect, Finding, Signal
 
@@ -94,25 +96,9 @@ class LedgerStore(Protocol):
     def heartbeat(self) -> None: ...
 
 
-def dump_defects(store: LedgerStore, pr_id: int) -> Iterator[dict]:
-    """Every defect of a PR as a plain dict with its history, for JSON output."""
-    for defect in store.defects(pr_id):
-        yield {
-            "key": defect.key, "state": str(defect.state), "origin": str(defect.origin),
-            "location": defect.location(), "type": defect.type, "severity": defect.severity,
-            "description": defect.description,
-            "history": [
-                {k: h[k] for k in ("round", "state", "rule", "decided_by", "evidence")}
-                for h in store.history(pr_id, defect.key)
-            ],
-        }
-
-
 def open_ledger_store(target: str) -> LedgerStore:
     """The SQLite ledger for ``target``: a file path or ``sqlite:///PATH``. A PostgreSQL
     target is ``bot.store.open_ledger_store``'s (the tracker does no network I/O)."""
-    from .ledger import Ledger, LedgerError
-
     if target.startswith(("postgresql://", "postgres://")):
         raise LedgerError("the tracker opens SQLite ledgers only; a postgresql:// ledger is "
                           "opened by bot.store.open_ledger_store")

@@ -16,7 +16,8 @@ https://docs.github.com/rest/checks/runs, the OpenAPI ``check-run`` schema):
 - ``PATCH /repos/{o}/{r}/check-runs/{id}``: the same fields but ``head_sha``; annotations of
   every update are *appended* (that is how more than 50 are posted). → 200 CheckRun.
 - ``GET .../check-runs/{id}`` → CheckRun; ``GET .../check-runs/{id}/annotations`` (paginated);
-  ``GET .../commits/{ref}/check-runs`` → ``{"total_count", "check_runs"}``.
+  ``GET .../commits/{ref}/check-runs`` (``check_name`` filters) → ``{"total_count",
+  "check_runs"}``.
 - Errors: unknown head SHA → 422 (ValidationError); other bad fields → 422 with the
   "Invalid request" message GitHub's schema validation gives (the exact wording is
   **unconfirmed**); a check run of another App → 404 (an App only sees its own for writing).
@@ -239,8 +240,10 @@ class ChecksApi:
 
     async def _h_list_check_runs(self, call) -> web.Response:
         sha = self._resolve_ref(call.repo, call.params["ref"])
+        name = call.request.query.get("check_name")
         runs = [self._check_run_json(r) for r in self._check_runs.values()
-                if r.repo.lower() == call.repo.full_name.lower() and r.head_sha == sha]
+                if r.repo.lower() == call.repo.full_name.lower() and r.head_sha == sha
+                and (name is None or r.name == name)]
         return self._json({"total_count": len(runs), "check_runs": runs})
 
 

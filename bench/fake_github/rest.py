@@ -8,6 +8,7 @@ import asyncio
 import base64
 import datetime
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -32,6 +33,7 @@ from .state import (
     PATH_ERROR,
     PERMISSION_LEVELS,
     RAW_TYPE,
+    REACTIONS,
     REVIEW_EVENTS,
     ApiError,
     RecordedRequest,
@@ -39,6 +41,7 @@ from .state import (
     _Comment,
     _Fault,
     _IssueComment,
+    _node_id,
     _not_found,
     _PullRequest,
     _Repo,
@@ -82,6 +85,8 @@ _ROUTES = [
         ("POST", _REPO + r"/issues/(?P<number>\d+)/comments", "create_issue_comment", "token"),
         ("GET", _REPO + r"/issues/comments/(?P<comment_id>\d+)", "get_issue_comment", "token"),
         ("PATCH", _REPO + r"/issues/comments/(?P<comment_id>\d+)", "edit_issue_comment", "token"),
+        ("POST", _REPO + r"/issues/comments/(?P<comment_id>\d+)/reactions",
+         "react_issue_comment", "token"),
         ("GET", _REPO + r"/compare/(?P<basehead>.+)", "compare", "token"),
         ("GET", _REPO + r"/contents(?:/(?P<path>.*))?", "contents", "token"),
         ("GET", _REPO + r"/collaborators/(?P<user>[^/]+)/permission", "permission", "token"),
@@ -813,6 +818,22 @@ class RestApi:
     async def _h_get_issue_comment(self, call: _Call) -> web.Response:
         pr, comment = self._find_issue_comment(call.repo, int(call.params["comment_id"]))
         return self._json(self._issue_comment_json(call.repo, pr, comment))
+
+    async def _h_react_issue_comment(self, call: _Call) -> web.Response:
+        """The App reacts to a PR comment: 201 the first time, 200 when it had already."""
+        _pr, comment = self._find_issue_comment(call.repo, int(call.params["comment_id"]))
+        body = call.body if isinstance(call.body, dict) else {}
+        content = body.get("content")
+        if content not in REACTIONS:
+            raise _validation_failed("Reaction", "content", "invalid")
+        users = comment.reactions.setdefault(content, set())
+        status = 200 if self.bot_login in users else 201
+        users.add(self.bot_login)
+        ids = self.__dict__.setdefault("_reaction_ids", itertools.count(1))
+        reaction_id = next(ids) if status == 201 else 0
+        return self._json({"id": reaction_id, "node_id": _node_id("REA", reaction_id),
+                           "user": self.user_json(self.bot_login), "content": content,
+                           "created_at": self._iso()}, status)
 
     async def _h_edit_issue_comment(self, call: _Call) -> web.Response:
         pr, comment = self._find_issue_comment(call.repo, int(call.params["comment_id"]))

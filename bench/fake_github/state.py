@@ -166,6 +166,7 @@ class _IssueComment:
     body: str
     created_at: str
     updated_at: str
+    reactions: dict[str, set[str]] = field(default_factory=dict)  # content -> users
 
 
 @dataclass
@@ -1062,6 +1063,8 @@ class FakeState:
             "updated_at": comment.updated_at,
             "author_association": self._association(repo, comment.user),
             "body": comment.body,
+            "reactions": self._reactions_json(f"{api}/issues/comments/{comment.id}/reactions",
+                                              comment.reactions),
             "performed_via_github_app": None,
         }
 

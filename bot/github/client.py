@@ -39,6 +39,8 @@ import jwt
 import orjson
 from gidgethub.aiohttp import GitHubAPI
 
+from tracker.gitpath import quote as git_quote
+
 from .. import metrics
 from ..confine import repo_path
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
@@ -472,10 +474,26 @@ class RepoClient:
         return await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"),
                                 accept=DIFF) or ""
 
+    async def compare(self, base: str, head: str) -> dict:
+        """The comparison of two commits as JSON (status, commits...); the last one is kept,
+        so a round asking for its status and then its commits makes one request."""
+        cached = getattr(self, "_compared", None)
+        if cached is not None and cached[0] == (base, head):
+            return cached[1]
+        data = await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"))
+        data = data if isinstance(data, dict) else {}
+        self._compared = ((base, head), data)
+        return data
+
     async def compare_status(self, base: str, head: str) -> str:
         """How ``head`` relates to ``base``: ahead, behind, diverged or identical."""
-        data = await self._call("GET", self._url(f"/compare/{_seg(base)}...{_seg(head)}"))
-        return str(data.get("status") or "") if isinstance(data, dict) else ""
+        return str((await self.compare(base, head)).get("status") or "")
+
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        """The messages of the commits ``head`` has that ``base`` has not, oldest first."""
+        commits = (await self.compare(base, head)).get("commits") or []
+        return [str(((c or {}).get("commit") or {}).get("message") or "")
+                for c in commits if isinstance(c, dict)]
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (default branch when None); None when it does not exist
@@ -537,6 +555,11 @@ class RepoClient:
         return await self._call("POST", self._url(f"/issues/{int(number)}/comments"),
                                 data={"body": body}, probe=probe)
 
+    async def react_issue_comment(self, comment_id: int, content: str) -> dict:
+        """A reaction on a PR comment (GitHub answers 200 when it is there already)."""
+        return await self._call("POST", self._url(
+            f"/issues/comments/{int(comment_id)}/reactions"), data={"content": content})
+
     async def edit_issue_comment(self, comment_id: int, body: str) -> dict:
         return await self._call("PATCH", self._url(f"/issues/comments/{int(comment_id)}"),
                                 data={"body": body})
@@ -551,7 +574,21 @@ class RepoClient:
                                 data={"message": message, "event": "DISMISS"})
 
     async def create_check_run(self, data: dict) -> dict:
-        return await self._call("POST", self._url("/check-runs"), data=data)
+        async def probe():  # created, but the answer was lost: the run with our name and id
+            return await self.find_check_run(data["head_sha"], data["name"],
+                                             data.get("external_id"))
+
+        return await self._call("POST", self._url("/check-runs"), data=data, probe=probe)
+
+    async def find_check_run(self, head_sha: str, name: str,
+                             external_id: str | None) -> dict | None:
+        """The newest check run named ``name`` with ``external_id`` on commit ``head_sha``."""
+        found = await self._call("GET", self._url(
+            f"/commits/{_seg(head_sha)}/check-runs?check_name={_seg(name)}&per_page=100"))
+        runs = [r for r in (found or {}).get("check_runs") or []
+                if isinstance(r, dict) and r.get("name") == name
+                and r.get("external_id") == external_id]
+        return max(runs, key=lambda r: int(r.get("id") or 0), default=None)
 
     async def update_check_run(self, check_run_id: int, data: dict) -> dict:
         return await self._call("PATCH", self._url(f"/check-runs/{int(check_run_id)}"), data=data)
@@ -615,16 +652,17 @@ def files_to_diff(files: list[dict]) -> str:
     parts = []
     for f in files:
         new, old = f["filename"], f.get("previous_filename") or f["filename"]
-        parts.append(f"diff --git a/{old} b/{new}\n")
+        a, b = git_quote(f"a/{old}"), git_quote(f"b/{new}")  # as git writes names
+        parts.append(f"diff --git {a} {b}\n")
         status = f.get("status")
         if status == "renamed" and old != new:
-            parts.append(f"rename from {old}\nrename to {new}\n")
+            parts.append(f"rename from {git_quote(old)}\nrename to {git_quote(new)}\n")
         if f.get("patch") is None:
             if status != "renamed":
-                parts.append(f"Binary files a/{old} and b/{new} differ\n")
+                parts.append(f"Binary files {a} and {b} differ\n")
             continue
-        parts.append("--- " + ("/dev/null" if status == "added" else f"a/{old}") + "\n")
-        parts.append("+++ " + ("/dev/null" if status == "removed" else f"b/{new}") + "\n")
+        parts.append("--- " + ("/dev/null" if status == "added" else a) + "\n")
+        parts.append("+++ " + ("/dev/null" if status == "removed" else b) + "\n")
         patch = f["patch"]
         parts.append(patch if patch.endswith("\n") else patch + "\n")
     return "".join(parts)

@@ -6,6 +6,8 @@ client's (``bot.github.client``).
 
 from __future__ import annotations
 
+from tracker.discussion import first_lines
+
 from ..forge import Comment, Forge, InlineComment, PullRequest, Review, Thread
 from .client import RepoClient
 
@@ -35,6 +37,9 @@ class GitHubForge(Forge):
 
     async def compare_status(self, base: str, head: str) -> str:
         return await self.client.compare_status(base, head)
+
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        return first_lines(await self.client.commit_messages(base, head))
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         return await self.client.file_text(path, ref)
@@ -93,6 +98,13 @@ class GitHubForge(Forge):
 
     async def update_check_run(self, check_run_id: int, fields: dict) -> None:
         await self.client.update_check_run(check_run_id, fields)
+
+    async def find_check_run(self, head_sha: str, name: str, external_id: str) -> int | None:
+        found = await self.client.find_check_run(head_sha, name, external_id)
+        return int(found["id"]) if found else None
+
+    async def react(self, comment_id: int, content: str) -> None:
+        await self.client.react_issue_comment(comment_id, content)
 
 
 def _comment(data: dict) -> Comment:

@@ -55,4 +55,6 @@ def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment
         by_bot=user.get("login") in bot_logins, node_id=data.get("node_id"),
         commit_id=_sha(data.get("original_commit_id" if outdated else "commit_id"))
         if inline else None,
+        review_state=str(data.get("state"))[:40].upper()
+        if kind == "review" and data.get("state") else None,
     )

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from tracker.intake import MAX_COMMENT
+
 from .. import metrics
 from ..appkeys import STATE, UNVERIFIED
 from ..commands import parse_command
@@ -109,7 +111,7 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
         return Route(None, reason="the bot's own activity")
     if event == "pull_request_review_comment":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        comment = _get(payload, "comment", dict)
+        comment = _capped(_get(payload, "comment", dict))
         _get(payload, "comment.id", int)
         return Route("comment", repo, number, inst, None,
                      {"action": action, "kind": "review_comment", "comment": comment,
@@ -118,10 +120,12 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
         repo, number, inst = _pr_fields(payload, "pull_request.number")
         review = _get(payload, "review", dict)
         _get(payload, "review.id", int)
-        if action not in ("submitted", "edited") or not (review.get("body") or "").strip():
-            return Route(None, reason="a review without a body")
+        approved = str(review.get("state") or "").lower() == "approved"
+        if action not in ("submitted", "edited") or not (
+                (review.get("body") or "").strip() or approved):
+            return Route(None, reason="a review without a body")  # an approval is evidence
         return Route("comment", repo, number, inst, None,
-                     {"action": action, "kind": "review", "comment": review,
+                     {"action": action, "kind": "review", "comment": _capped(review),
                       "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
     if event == "pull_request_review_thread":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
@@ -138,7 +142,7 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
         if not issue.get("pull_request"):
             return Route(None, reason="a comment on an issue, not a pull request")
         repo, number, inst = _pr_fields(payload, "issue.number")
-        comment = _get(payload, "comment", dict)
+        comment = _capped(_get(payload, "comment", dict))
         _get(payload, "comment.id", int)
         pr_author = (issue.get("user") or {}).get("login")
         if action == "created" and parse_command(comment.get("body")):
@@ -148,6 +152,14 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
                      {"action": action, "kind": "issue_comment", "comment": comment,
                       "pr_author": pr_author})
     return Route(None, reason=f"event {event} is not handled")
+
+
+def _capped(comment: dict) -> dict:
+    """The comment as the job keeps it: its body cut to what the ledger takes in."""
+    body = comment.get("body")
+    if isinstance(body, str) and len(body) > MAX_COMMENT:
+        return {**comment, "body": body[:MAX_COMMENT]}
+    return comment
 
 
 def _rerequest(event: str, action: str | None, payload: dict) -> Route:

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tracker.gitpath import quote
+
 __all__ = ["Located", "hunk_to", "line_code", "locate", "numbered", "unified"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -29,9 +31,10 @@ def unified(entries: list[dict]) -> str:
         old, new = e.get("old_path") or e.get("new_path"), e.get("new_path") or e.get("old_path")
         if not old or not new:
             continue
-        parts.append(f"diff --git a/{old} b/{new}\n")
+        a, b = quote(f"a/{old}"), quote(f"b/{new}")  # as git writes names
+        parts.append(f"diff --git {a} {b}\n")
         if e.get("renamed_file") and old != new:
-            parts.append(f"rename from {old}\nrename to {new}\n")
+            parts.append(f"rename from {quote(old)}\nrename to {quote(new)}\n")
         if e.get("new_file"):
             parts.append(f"new file mode {e.get('b_mode') or '100644'}\n")
         elif e.get("deleted_file"):
@@ -39,10 +42,10 @@ def unified(entries: list[dict]) -> str:
         body = e.get("diff") or ""
         if not body.strip():
             if not (e.get("renamed_file") and old != new):
-                parts.append(f"Binary files a/{old} and b/{new} differ\n")
+                parts.append(f"Binary files {a} and {b} differ\n")
             continue
-        parts.append("--- " + ("/dev/null" if e.get("new_file") else f"a/{old}") + "\n")
-        parts.append("+++ " + ("/dev/null" if e.get("deleted_file") else f"b/{new}") + "\n")
+        parts.append("--- " + ("/dev/null" if e.get("new_file") else a) + "\n")
+        parts.append("+++ " + ("/dev/null" if e.get("deleted_file") else b) + "\n")
         parts.append(body if body.endswith("\n") else body + "\n")
     return "".join(parts)
 

@@ -84,6 +84,7 @@ class RoundContext:
     # kinds of finding people keep dismissing in this repository (``tracker.learnings``)
     muted: dict[str, Learning] = field(default_factory=dict)
     ignored: list[Defect] = field(default_factory=list)  # defects people ignored
+    messages: list[str] = field(default_factory=list)  # this push's commit messages (first lines)
     # what the round left out of its diff and why (``bot.bounds``), for the summary
     skipped: list[str] = field(default_factory=list)
 
@@ -224,7 +225,7 @@ class Engine:
         rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,
                          {sha: ctx.patches.map(text) for sha, text in ctx.anchor_diffs.items()},
                          upstream=ctx.patches.map(ctx.upstream_diff) if ctx.upstream_diff
-                         else None)
+                         else None, messages=list(ctx.messages))
         return decide_round(ctx.tracked, rnd)
 
     def _sort(self, ctx: RoundContext, raw: list[Finding], result: RoundResult) -> None:

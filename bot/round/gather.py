@@ -88,6 +88,8 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         except NotAcceptable:  # the push alone is too large: take it as the bounded PR diff
             round_diff, upstream_diff = pr_diff, ""
         round_diff = (await asyncio.to_thread(bound_diff, round_diff, limits))[0]
+    messages = await forge.commit_messages(previous["head_sha"], head) \
+        if previous is not None and previous["head_sha"] != head else []
     anchor_diffs = await _anchor_diffs(forge, tracked, previous, head)
     patches = Patches()  # the round's one parse of each diff, shared by every reader
     changed = await asyncio.to_thread(  # the round's one parse of a diff of many files
@@ -105,7 +107,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         title=pull.title, body=pull.body, tracked=tracked,
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
-        patches=patches, upstream_diff=upstream_diff, muted=muted,
+        patches=patches, upstream_diff=upstream_diff, muted=muted, messages=messages,
         ignored=[d for d in known if d.ignored], skipped=skipped,
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))

@@ -6,7 +6,8 @@ while the PR's head stays the same: once a newer push arrives, the old round wou
 defects, would be raised again by the next round under new keys. Before a round of a new head
 begins, ``close_superseded`` looks at the hidden markers of the bot's comments: the defects an
 old round posted become tracked defects (anchored on the head that round reviewed), so the next
-round tracks them instead of raising them twice, and the old round ends ``superseded``.
+round tracks them instead of raising them twice, and the old round ends ``superseded``, its
+check run completed (``neutral``) rather than left ``in_progress``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 
 from tracker.ledger import Ledger
 
+from .. import checks
 from ..forge import Forge
 from ..store.offload import off_loop
 from .plan import RoundPlan
@@ -43,6 +45,8 @@ async def close_superseded(forge: Forge, store: Ledger, pr: dict, head: str, *,
         if handed and handed[0].key != await off_loop(store, store.next_key, pr["id"]):
             log.warning("round %d's keys are taken; its defects are not handed on", number)
             handed = []
+        # its check first: a crash after the hand-over would leave it spinning for good
+        await checks.supersede(forge, store, pr["id"], number, head)
         await off_loop(store, _hand_over, store, pr, rnd, handed, posted, head, bot_login)
         log.info("round %d (%s) superseded by %s; %d posted defect(s) handed on", number,
                  rnd["head_sha"][:7], head[:7], len(handed))

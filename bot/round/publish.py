@@ -39,14 +39,16 @@ async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
         comments = await forge.review_comments(pr["number"])
     posted = _markers(comments, bot_logins)
     await _post_review(forge, pr, number, head, plan, posted, record)
-    posted = _markers(await forge.review_comments(pr["number"]), bot_logins)
+    comments = await forge.review_comments(pr["number"])
+    posted = _markers(comments, bot_logins)
     record.new = {key: cid for (kind, key, r), cid in posted.items()
                   if kind == "new" and r == number}
     # Threads of defects that are back unfold before their reply ("D1 is back" must not land
     # in a folded thread); threads of resolved ones fold after it (on GitLab a note added to
     # a resolved discussion would leave it unresolved).
     await _sync_threads(forge, store, pr, plan, record, fold=False)
-    await _post_replies(forge, store, pr, number, plan, posted, record)
+    said = _last_said(comments, bot_logins)
+    await _post_replies(forge, store, pr, number, plan, posted, said, record)
     await _sync_threads(forge, store, pr, plan, record, fold=True)
     body = await off_loop(store, summary_body, store, pr["id"], number, head, plan,
                           settings_error, record)
@@ -91,8 +93,10 @@ async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: Rou
 
 
 async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan: RoundPlan,
-                        posted: dict, record: RoundRecord) -> None:
+                        posted: dict, said: dict, record: RoundRecord) -> None:
     defects = {d.key: d for d in await off_loop(store, store.defects, pr["id"])}
+    complete = {r["number"] for r in await off_loop(store, store.rounds, pr["id"])
+                if r["status"] == "complete"}
     for decision in plan.decisions:
         defect = defects.get(decision.key)
         if defect is None or not _needs_reply(defect, decision):
@@ -101,6 +105,11 @@ async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan
         if root is None:
             continue
         reply_id = posted.get(("state", decision.key, number))  # posted before a crash
+        last = said.get(decision.key)
+        if reply_id is None and last is not None and last[0] not in complete and \
+                last[0] != number and last[1] == str(decision.state):
+            # an earlier round said this, then died before the ledger knew: not said twice
+            reply_id = last[2]
         if reply_id is None:
             try:
                 reply_id = await forge.reply(pr["number"], root["id"],
@@ -223,6 +232,19 @@ def _fallbacks(comment: InlineComment) -> list[InlineComment]:
     if comment.start_line is None:
         return [comment]
     return [comment, comment.last_line_only()]
+
+
+def _last_said(comments: list[Comment], bot_logins: set[str]
+               ) -> dict[str, tuple[int, str, int]]:
+    """Per defect, the bot's latest state reply: (round, the state it announced, comment id)."""
+    out: dict[str, tuple[int, str, int]] = {}
+    for c in comments:
+        found = render.read_marker(c.body) if c.author in bot_logins else None
+        became = render.read_became(c.body) if found else None
+        if found and found[0] == "state" and became and \
+                (found[1] not in out or found[2] >= out[found[1]][0]):
+            out[found[1]] = (found[2], became, c.id)
+    return out
 
 
 def _markers(comments: list[Comment], bot_logins: set[str]) -> dict[tuple[str, str, int], int]:

@@ -72,13 +72,16 @@ class RoundRunner:
             started = self.clock()
             await close_superseded(forge, self.ledger, pr, pull.head_sha,
                                    bot_logins=self.bot_logins, bot_login=self.bot_login)
+            last = await db(ledger.last_round, pr["id"], status=None)
             rnd = await db(ledger.begin_round, pr["id"], pull.head_sha, pull.base_sha,
                            force=bool(job.payload.get("force")))
+            resumed = bool(last and last["id"] == rnd["id"])
             if rnd["status"] == "complete":
                 return f"skipped: {pull.head_sha[:7]} was already reviewed in round {rnd['number']}"
             comments = await self._reactions(forge, pr)
             number = rnd["number"]
-            await checks.start(forge, self.ledger, pr["id"], number, pull.head_sha)
+            await checks.start(forge, self.ledger, pr["id"], number, pull.head_sha,
+                               resumed=resumed)
             try:
                 saved = await db(ledger.plan, pr["id"], number)
                 if saved is None:

@@ -29,11 +29,10 @@ from psycopg_pool import ConnectionPool
 
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions, state_before
-from tracker.ledger import TALLY, LedgerError, like_prefix, now
-from tracker.ledger_base import LedgerBase
+from tracker.ledger import TALLY, like_prefix
+from tracker.ledger_base import LedgerBase, LedgerError, dump_defects, now
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
-from tracker.store import dump_defects
 
 from .ledger_schema import LEDGER_MIGRATIONS
 from .postgres import migrate

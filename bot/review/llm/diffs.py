@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import unidiff
 
+from tracker.gitpath import file_path
 from tracker.paths import is_docs_path, is_generated_path, is_test_path
 
 from ..engine import RoundContext
@@ -85,7 +86,7 @@ def annotate_diff(diff_text: str, patch: unidiff.PatchSet | None = None) -> list
             patch = unidiff.PatchSet(diff_text or "")
         except unidiff.UnidiffParseError:
             return []
-    return [FileDiff(patched.path, [_annotate_hunk(h) for h in patched])
+    return [FileDiff(file_path(patched), [_annotate_hunk(h) for h in patched])
             for patched in patch
             if not (patched.is_binary_file or patched.is_removed_file or not len(patched))]
 

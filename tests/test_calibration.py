@@ -1,0 +1,69 @@
+"""Calibrated confidence: the per-rule table, its shrinkage, and the figures that judge it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import fit_tracking
+from tracker import calibration
+from tracker.calibration import Calibration, unsure_label
+
+
+def test_a_rules_rate_is_shrunk_toward_its_own_confidence():
+    table = Calibration.fit([("a", True), ("a", False), ("a+confirmed", True), ("b", False)])
+    assert table.counts == {"a": (2, 3), "b": (0, 1)}
+    # (right + 4 * own) / (pairs + 4): (2 + 2) / 7 and (0 + 3.2) / 5
+    assert table.confidence("a", 0.5) == pytest.approx(4 / 7)
+    assert table.confidence("b+overturned", 0.8) == pytest.approx(0.64)
+    assert table.confidence("never-seen", 0.7) == pytest.approx(0.7)
+
+
+def test_unsure_labels_by_state():
+    assert unsure_label("Resolved", 0.6) == "likely resolved (unverified)"
+    assert unsure_label("Open", 0.6) == "likely still open"
+    assert unsure_label("Reopened", 0.3) == "likely still open"
+    assert unsure_label("Resolved", calibration.SURE) is None
+    assert unsure_label("Open", None) is None
+
+
+def test_brier_and_reliability_by_hand():
+    rows = [{"right": True}, {"right": False}, {"right": True}, {"right": True}]
+    predicted = [0.5, 1.0, 0.95, 0.55]
+    # (0.25 + 1 + 0.0025 + 0.2025) / 4
+    assert fit_tracking.brier(predicted, rows) == pytest.approx(0.36375)
+    bins = {b["bin"]: b for b in fit_tracking.reliability(predicted, rows)}
+    assert bins["0.5-0.6"]["decisions"] == 2 and bins["0.5-0.6"]["observed"] == 1.0
+    assert bins["0.9-1.0"]["decisions"] == 2 and bins["0.9-1.0"]["observed"] == 0.5
+    assert bins["0.9-1.0"]["predicted"] == pytest.approx(0.975)
+    sure = fit_tracking.sure_part(predicted, rows)
+    assert sure["sure"] == 2 and sure["sure_accuracy"] == 0.5 and sure["unsure_share"] == 0.5
+
+
+def test_leave_one_repository_out_never_uses_the_held_out_repository():
+    rows = [{"repo": "x", "rule": "r", "own": 0.5, "right": True},
+            {"repo": "x", "rule": "r", "own": 0.5, "right": True},
+            {"repo": "y", "rule": "r", "own": 0.5, "right": False}]
+    # x's rows see only y's (0 of 1): (0 + 2) / 5; y's see x's two right: (2 + 2) / 6
+    assert fit_tracking.held_out(rows) == pytest.approx([0.4, 0.4, 4 / 6])
+
+
+def test_the_table_shipped_with_the_tracker_is_the_one_the_script_writes(tmp_path):
+    data = json.loads(calibration.TABLE.read_text(encoding="utf-8"))
+    assert data["written_by"] == "python -m bench.fit_tracking --write"
+    assert all(0 <= v["right"] <= v["pairs"] for v in data["rules"].values())
+    assert "anchor-untouched" in data["rules"] and "stays-resolved" in data["rules"]
+
+
+def test_switched_off_the_rules_own_confidences_stand(monkeypatch):
+    monkeypatch.setenv("ROUNDWISE_CALIBRATION", "off")
+    assert calibration.current().counts == {}
+    monkeypatch.delenv("ROUNDWISE_CALIBRATION")
+    assert calibration.current().counts
+
+
+def test_fit_tracking_runs_on_the_bundled_examples(capsys):
+    assert fit_tracking.main(["--tasks", "bench/examples", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["leave_one_repository_out"]
+    assert result["decisions"] > 0 and 0 <= result["brier"] <= 1
