@@ -5,6 +5,6 @@ __all__ = ["aacr", "bench_ack", "bench_convergence", "bench_ledger", "bench_prom
            "diffs", "examples", "export", "export_cli", "fake_github", "fake_gitlab", "fit_tracking",
            "judge",
            "label_agreement", "learning_threshold", "load_cluster", "load_webhooks", "metrics",
-           "mine", "payloads", "posted", "progress", "provenance", "queue_drain", "queue_fill",
+           "mine", "noisy_neighbour", "payloads", "posted", "progress", "provenance", "queue_drain", "queue_fill",
            "replay", "replay_gitlab", "report", "run", "scoring", "scripted_llm", "stateless",
            "tasks", "tracking", "tune_tracking"]

@@ -23,8 +23,8 @@ from aiohttp import web
 from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
-from . import health, metrics
-from .appkeys import STATE
+from . import health, metrics, tempclean
+from .appkeys import STATE, UNVERIFIED
 from .config import Config, ConfigError, load_config
 from .disconnects import disconnects
 from .forge import Forge
@@ -39,6 +39,7 @@ from .review.engine import Engine, offline_engine
 from .round import RoundRunner
 from .store import is_postgres, off_loop, open_ledger_store, open_queue_store
 from .store.queue import redact
+from .unverified import UnverifiedBodies
 
 log = logging.getLogger("roundwise")
 
@@ -105,6 +106,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
+    app[UNVERIFIED] = UnverifiedBodies()  # bot.unverified: slow bodies cannot take every slot
     if config.app_id:  # no App, no GitHub deliveries (a server for GitLab alone)
         app.router.add_post("/webhook", handle_webhook)
     gitlab = mount_gitlab(app, config.gitlab, config.bot_login) if config.gitlab else None
@@ -118,6 +120,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
     async def start(app: web.Application) -> None:
         if lock:
             lock.acquire()  # one server per SQLite ledger file (bot.health)
+        await asyncio.to_thread(tempclean.clean_stale)  # what a killed server left in /tmp
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
         if config.app_id:
@@ -134,7 +137,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
         runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
                              serializer(state.queue), bot_login=config.bot_login,
-                             bot_logins=config.bot_logins, review_drafts=config.review_drafts)
+                             bot_logins=config.bot_logins, review_drafts=config.review_drafts,
+                             limits=config.review_limits)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
         handle = gitlab.jobs(handlers).handle if gitlab else handlers.handle

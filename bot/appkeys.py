@@ -11,7 +11,9 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["STATE"]
+__all__ = ["STATE", "UNVERIFIED"]
 
 #: the server's ``bot.app.State`` (config, ledger, queue, GitHub client, workers)
 STATE: web.AppKey[Any] = web.AppKey("state")
+#: the budget of webhook bodies read before their signature can be checked (``bot.unverified``)
+UNVERIFIED: web.AppKey[Any] = web.AppKey("unverified")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bounds import ReviewLimits
 from .gitlab.settings import SETTINGS as GITLAB_SETTINGS
 from .gitlab.settings import GitLabConfig
 from .review.llm_config import LLM_SETTINGS, LLMConfig
@@ -49,6 +50,10 @@ SETTINGS: dict[str, tuple[str, str]] = {
                             "roundwise[bot]"),
     "ROUNDWISE_REVIEW_DRAFTS": ("review draft PRs unless a repo's settings say otherwise",
                                 "false"),
+    "ROUNDWISE_MAX_REVIEW_FILES": (("changed files one round reviews, in diff order; the "
+                                    "summary says how many it left out"), "300"),
+    "ROUNDWISE_MAX_REVIEW_LINES": ("diff lines one round reviews (whole files)", "20000"),
+    "ROUNDWISE_MAX_REVIEW_BYTES": ("bytes of diff one round reviews (whole files)", "2097152"),
     # not the server's: `roundwise bench mine` reads repositories the App is not installed on
     "GITHUB_TOKEN": ("`roundwise bench mine` only: a token that can read the mined repository",
                      "unset"),
@@ -83,6 +88,7 @@ class Config:
     retention_days: float = 14.0  # processed deliveries and finished jobs (bot.retention)
     job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
     gitlab: GitLabConfig | None = None  # None: no GitLab (bot.gitlab)
+    review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.bounds
 
     @property
     def model(self) -> str | None:
@@ -208,6 +214,20 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         problems.append(str(exc))
         keep_days = 14.0
 
+    limits = {}
+    for name, limit in (("ROUNDWISE_MAX_REVIEW_FILES", "max_files"),
+                        ("ROUNDWISE_MAX_REVIEW_LINES", "max_lines"),
+                        ("ROUNDWISE_MAX_REVIEW_BYTES", "max_bytes")):
+        value = env.get(name)
+        if value:
+            try:
+                limits[limit] = int(value)
+                if limits[limit] < 1:
+                    raise ValueError
+            except ValueError:
+                problems.append(f"{name}={value!r} must be a whole number of at least 1")
+                limits.pop(limit, None)
+
     lease = env.get("ROUNDWISE_JOB_LEASE") or "600"
     try:
         job_lease = float(lease)
@@ -255,4 +275,5 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         retention_days=keep_days,
         job_lease=job_lease,
         gitlab=gitlab,
+        review_limits=ReviewLimits(**limits),
     )

@@ -43,6 +43,8 @@ class RetryLater(Exception):
 #: seconds between refreshes of the queue-depth gauge on enqueue and finish (a count of the
 #: backlog: at every webhook it would cost more the deeper the queue; ``/metrics`` always counts)
 DEPTH_EVERY = 1.0
+GIVEN_UP = ("given up: interrupted {} times before it finished (each claim counts an "
+            "attempt; the job may kill its worker)")
 
 
 class JobQueue:
@@ -209,8 +211,15 @@ class JobQueue:
         """Queue again the jobs a dead process left running, and free the PR leases it held.
         SQLite: one server works one ledger file, so at start-up no other holder is alive and
         every running job is taken back; a shared store takes back only expired leases.
+        A job already claimed ``max_attempts`` times is not taken back but failed (a job
+        that kills its worker, out of memory say, would otherwise loop for ever).
         Returns how many jobs were re-queued."""
-        count = self.store.recover(self.clock() if self.store.threaded else None)
+        stamp = self.clock() if self.store.threaded else None
+        lost = self.store.give_up(stamp, self.max_attempts, GIVEN_UP.format(self.max_attempts))
+        if lost:
+            log.error("gave up %d job(s) interrupted by a crash %d times", lost,
+                      self.max_attempts)
+        count = self.store.recover(stamp)
         if count:
             log.warning("re-queued %d job(s) interrupted by a crash", count)
         return count

@@ -22,6 +22,8 @@ import time
 from aiohttp import web
 from aiohttp.web_server import Server
 
+from .unverified import oldest_reading
+
 __all__ = ["GC_THRESHOLDS", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "GuardedRunner", "settle_heap"]
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,11 @@ class _CappedServer(Server):
                          and not h._messages), None)
             self._warn(f"{len(self._connections)} connections open: "
                        + ("closing the oldest idle one" if idle else "refusing new ones"))
-            if idle is None:
+            if idle is None:  # the oldest unverified body being read gives way (bot.unverified)
+                reader = oldest_reading()
+                if reader is not None:
+                    reader.close()
+                    return super().__call__()
                 return _Refuse()
             idle.force_close()
             self._connections.pop(idle, None)

@@ -20,8 +20,12 @@ able to switch its own review off. Example::
 An invalid file does not stop reviews: the defaults apply and the error is reported once.
 The file is the repository's, so it is read with limits: at most ``MAX_BYTES``, at most
 ``MAX_ALIASES`` YAML aliases (an anchor bomb of a few hundred bytes otherwise expands to
-gigabytes) and ``MAX_DEPTH`` levels of nesting; ``bot.round.gather`` parses it off the event
-loop under a deadline. Past any limit the defaults apply, with a note.
+gigabytes), ``MAX_DEPTH`` levels of nesting, and at most ``MAX_EXPANDED_NODES`` nodes and
+``MAX_EXPANDED_CHARS`` characters once every alias is expanded (counted on the composed node
+graph, each node once, before anything is constructed: a few dozen aliases doubling each other
+stay inside the alias budget, but turning them into text would hold the interpreter lock for
+minutes and take gigabytes); ``bot.round.gather`` parses it off the event loop under a deadline.
+Past any limit the defaults apply, with a note.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ PATH = ".github/roundwise.yml"
 MAX_BYTES = 64 * 1024
 MAX_ALIASES = 50
 MAX_DEPTH = 20
+MAX_EXPANDED_NODES = 10_000  # a real settings file has a few dozen
+MAX_EXPANDED_CHARS = 256 * 1024
 KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks",
         "require_tests", "fail_on", "review_event", "converge", "paths"}
 CONVERGE_KEYS = {"after_round", "min_severity"}
@@ -171,6 +177,12 @@ class _BoundedLoader(yaml.SafeLoader):
         self._aliases = 0
         self._depth = 0
 
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            _check_expansion(node)
+        return node
+
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
@@ -183,3 +195,47 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand past ``MAX_EXPANDED_NODES`` nodes or
+    ``MAX_EXPANDED_CHARS`` characters, or that contains itself. An alias is the very node it
+    names, so the composed document is a graph; each node's expanded size is computed once
+    (depth first, without recursion) and shared by every alias of it."""
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, chars) once expanded
+    on_path: set[int] = {id(root)}
+    stack = [(root, iter(_children(root)), [1, _chars(root)])]
+    while stack:
+        node, children, total = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            on_path.discard(id(node))
+            if total[0] > MAX_EXPANDED_NODES or total[1] > MAX_EXPANDED_CHARS:
+                raise SettingsError(f"{PATH} expands its aliases past {MAX_EXPANDED_NODES} "
+                                    f"nodes or {MAX_EXPANDED_CHARS // 1024} KB of text")
+            sizes[id(node)] = (total[0], total[1])
+            if stack:
+                parent = stack[-1][2]
+                parent[0] += total[0]
+                parent[1] += total[1]
+        elif id(child) in sizes:
+            total[0] += sizes[id(child)][0]
+            total[1] += sizes[id(child)][1]
+        elif id(child) in on_path:
+            raise SettingsError(f"{PATH} has an alias that refers to itself")
+        else:
+            on_path.add(id(child))
+            stack.append((child, iter(_children(child)), [1, _chars(child)]))
+
+
+def _chars(node: yaml.Node) -> int:
+    return len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []

@@ -383,3 +383,20 @@ async def test_a_worker_claims_its_next_job_in_the_commit_that_finishes_the_last
         await workers.stop()
     assert seen == [(ids[1], "done", True), (ids[2], "done", True)]
     assert [store.job(i).status for i in ids] == ["done", "done", "done"]
+
+
+def test_a_job_that_kills_its_worker_is_given_up_after_its_attempts(make):
+    """Each claim counts an attempt: a job whose worker dies every time (taken back by
+    ``recover`` each time) reaches ``max_attempts`` and is failed, not run a sixth time."""
+    store = make()
+    job_id = add(store, kind="round")
+    clock = [time.time()]
+    queue = JobQueue(store=store, max_attempts=5, lease=60, clock=lambda: clock[0])
+    for attempt in range(1, 6):
+        claimed = queue.claim(f"worker-{attempt}")
+        assert claimed.id == job_id and claimed.attempts == attempt
+        clock[0] += 120  # the worker died with it: its lease runs out
+        queue.recover()
+    assert queue.claim("worker-6") is None
+    given_up = store.job(job_id)
+    assert given_up.status == "failed" and "interrupted 5 times" in given_up.error

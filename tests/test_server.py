@@ -327,6 +327,17 @@ def test_a_valid_environment_loads(tmp_path):
     assert "PRIVATE KEY" not in repr(config) and "s3cret" not in repr(config)
 
 
+def test_the_review_limits_load_and_leave_the_key_alone(tmp_path):
+    env = valid_env(tmp_path, ROUNDWISE_MAX_REVIEW_FILES="50", ROUNDWISE_MAX_REVIEW_BYTES="4096")
+    config = load_config(env)
+    assert (config.review_limits.max_files, config.review_limits.max_lines,
+            config.review_limits.max_bytes) == (50, 20_000, 4096)
+    assert config.private_key == load_config(valid_env(tmp_path)).private_key
+    assert "PRIVATE KEY" in config.private_key
+    assert "ROUNDWISE_MAX_REVIEW_LINES" in config_error(
+        valid_env(tmp_path, ROUNDWISE_MAX_REVIEW_LINES="0"))
+
+
 def test_config_errors_name_each_problem_and_the_fix(tmp_path):
     message = config_error({})
     for name in ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET"):

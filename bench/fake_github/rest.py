@@ -512,9 +512,9 @@ class RestApi:
         return self._json(self.pr_json(repo.full_name, pr.number),
                           headers={"Last-Modified": _http_date(pr.updated_at)})
 
-    def _check_diff_size(self, pr: _PullRequest, diffs: list[FileDiff]) -> None:
+    def _check_diff_size(self, pr: _PullRequest | None, diffs: list[FileDiff]) -> None:
         lines = sum(len(h.lines) for d in diffs for h in d.hunks)
-        reason = pr.diff_too_large
+        reason = pr.diff_too_large if pr is not None else None
         if reason is None and len(diffs) > MAX_DIFF_FILES:
             reason = "files"
         if reason is None and lines > MAX_DIFF_LINES:
@@ -573,6 +573,7 @@ class RestApi:
                   else "behind" if not ahead else "diverged")
         diffs = self._diff(repo, merge_base, head)
         if _accepts(call.request, "diff", "v3.diff"):
+            self._check_diff_size(None, diffs)  # GitHub's comparison diffs share the limits
             return web.Response(body="".join(d.render() for d in diffs).encode(),
                                 headers={"Content-Type": DIFF_TYPE})
         self._reject_unmodelled_media(call)

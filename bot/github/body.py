@@ -86,7 +86,9 @@ async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX
                         digest = await _spool(request, secret, max_bytes, spool)
         except TimeoutError:
             raise BodyRefused(408, f"the body did not arrive within {timeout:g}s") from None
-        except (ConnectionError, aiohttp.ClientError) as exc:
+        except (ConnectionError, aiohttp.ClientError, RuntimeError) as exc:
+            # (aiohttp raises RuntimeError("Connection closed.") for a read after the
+            # client hung up)
             log.warning("client %s disconnected during %s %s (delivery %s, %s); nothing was "
                         "recorded", request.remote, request.method, request.path,
                         request.headers.get("X-GitHub-Delivery", "-"), type(exc).__name__)

@@ -53,6 +53,10 @@ __all__ = ["ConditionalCache", "GitHubApp", "RepoClient", "RetryPolicy", "files_
 USER_AGENT = "roundwise"
 TOKEN_MARGIN = 300.0  # refresh an installation token this many seconds before it expires
 DIFF = "application/vnd.github.diff"
+#: the most of one diff the bot reads (a round reviews far less: ``bot.bounds``); past
+#: it the diff is treated as too large, as GitHub treats one of over 20,000 lines
+MAX_DIFF_BYTES = 8 * 1024 * 1024
+OVER_CAP = "the diff is larger than the bot reads"  # the 406 message of a diff over the cap
 RAW = "application/vnd.github.raw"
 
 THREADS_QUERY = """
@@ -185,9 +189,30 @@ class _API(GitHubAPI):
 
     async def _request(self, method: str, url: str, headers: Any, body: bytes = b""
                        ) -> tuple[int, Any, bytes]:
-        status, answer_headers, data = await super()._request(method, url, headers, body)
+        if any(k.lower() == "accept" and v == DIFF for k, v in headers.items()):
+            status, answer_headers, data = await self._capped(method, url, headers, body)
+        else:
+            status, answer_headers, data = await super()._request(method, url, headers, body)
         self.last_status, self.last_headers = status, answer_headers
         return status, answer_headers, data
+
+    async def _capped(self, method: str, url: str, headers: Any, body: bytes
+                      ) -> tuple[int, Any, bytes]:
+        """A diff read as it arrives, and given up past ``MAX_DIFF_BYTES``: answered as GitHub
+        answers a diff it will not make (406), so callers fall back the same way."""
+        async with self._session.request(method, url, headers=headers, data=body) as resp:
+            too_large = (406, {"content-type": "application/json"}, json.dumps(
+                {"message": f"{OVER_CAP} ({MAX_DIFF_BYTES} bytes)"}).encode())
+            if resp.status != 200:
+                return resp.status, resp.headers, await resp.content.read(MAX_DIFF_BYTES)
+            if (resp.content_length or 0) > MAX_DIFF_BYTES:
+                return too_large
+            data = bytearray()
+            async for chunk in resp.content.iter_chunked(64 * 1024):
+                data += chunk
+                if len(data) > MAX_DIFF_BYTES:
+                    return too_large
+            return resp.status, resp.headers, bytes(data)
 
 
 def graphql_endpoint(api_url: str) -> str:
@@ -432,11 +457,15 @@ class RepoClient:
         return await self._call("GET", self._url(f"/pulls/{int(number)}"), conditional=True)
 
     async def pull_diff(self, number: int) -> str:
-        """The whole PR diff; rebuilt from the files list when GitHub says it is too large."""
+        """The whole PR diff; rebuilt from the files list when GitHub says it is too large
+        (too many files or lines). A diff over the bot's own cap (``MAX_DIFF_BYTES``) stays
+        ``NotAcceptable``: its files list would be as large."""
         try:  # an empty diff comes back as an empty body: the empty text, not None
             return await self._call("GET", self._url(f"/pulls/{int(number)}"), accept=DIFF) or ""
-        except NotAcceptable:
-            pass  # too large for the diff media type
+        except NotAcceptable as exc:
+            if OVER_CAP in str(exc):
+                raise
+            # else too large for the diff media type
         files = await self._pages(self._url(f"/pulls/{int(number)}/files?per_page=100"),
                                   conditional=True)
         return files_to_diff(files)

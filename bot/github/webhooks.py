@@ -19,9 +19,10 @@ from aiohttp import web
 from tracker.intake import MAX_COMMENT
 
 from .. import metrics
-from ..appkeys import STATE
+from ..appkeys import STATE, UNVERIFIED
 from ..commands import parse_command
-from .body import BodyRefused, parse_payload, read_signed
+from ..unverified import Refused
+from .body import MAX_BODY, BodyRefused, parse_payload, read_signed
 from .client import valid_full_name
 
 log = logging.getLogger(__name__)
@@ -183,11 +184,27 @@ def _label(event: str) -> str:
     return event if event in EVENTS else "other"
 
 
+def _arriving(request: web.Request) -> bool:
+    """Whether reading the body means waiting for it: a signed body not here yet, and not one
+    ``read_signed`` refuses from its headers alone (compressed, too large)."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    return bool(request.headers.get("X-Hub-Signature-256")) and not request.content.is_eof() \
+        and encoding in ("", "identity") and (request.content_length or 0) <= MAX_BODY
+
+
 async def handle_webhook(request: web.Request) -> web.Response:
     state = request.app[STATE]
     event = request.headers.get("X-GitHub-Event", "")
     try:  # bot.github.body: no inflating, a size cap and a deadline before the signature
-        body = await read_signed(request, state.config.webhook_secret)
+        if not _arriving(request):
+            body = await read_signed(request, state.config.webhook_secret)
+        else:  # still arriving: under the budget of unverified bodies (bot.unverified)
+            with request.app[UNVERIFIED].slot(request.remote, request.transport):
+                body = await read_signed(request, state.config.webhook_secret)
+    except Refused as exc:
+        metrics.DELIVERIES.labels(event=_label(event), outcome="refused").inc()
+        return web.json_response({"error": exc.reason}, status=exc.status,
+                                 headers={"Connection": "close", "Retry-After": "1"})
     except BodyRefused as exc:
         metrics.DELIVERIES.labels(event=_label(event), outcome="refused").inc()
         return web.json_response({"error": exc.reason}, status=exc.status,

@@ -85,6 +85,8 @@ class RoundContext:
     muted: dict[str, Learning] = field(default_factory=dict)
     ignored: list[Defect] = field(default_factory=list)  # defects people ignored
     messages: list[str] = field(default_factory=list)  # this push's commit messages (first lines)
+    # what the round left out of its diff and why (``bot.bounds``), for the summary
+    skipped: list[str] = field(default_factory=list)
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:
@@ -199,11 +201,10 @@ class Engine:
         self.walkthrough = walkthrough  # writes the first summary's overview (LLM engines)
 
     async def review(self, ctx: RoundContext) -> RoundResult:
-        rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,
-                         {sha: ctx.patches.map(text) for sha, text in ctx.anchor_diffs.items()},
-                         upstream=ctx.patches.map(ctx.upstream_diff) if ctx.upstream_diff
-                         else None, messages=list(ctx.messages))
-        decisions = decide_round(ctx.tracked, rnd)
+        # The CPU work of a round (parsing diffs, deciding, sorting findings) runs in a worker
+        # thread: a PR of thousands of files must not hold the event loop, which answers
+        # webhooks and /healthz for every other tenant meanwhile.
+        decisions = await asyncio.to_thread(self._decide, ctx)
         result = RoundResult(findings=[], decisions=decisions)
         detections = await asyncio.gather(*(d.detect(ctx) for d in self._detectors(ctx)))
         raw: list[Finding] = []
@@ -211,9 +212,32 @@ class Engine:
             raw.extend(detection.findings)
             result.usage.add(detection.usage)
             result.dropped.update(detection.dropped)
+        await asyncio.to_thread(self._sort, ctx, raw, result)
+        self._still_detected(ctx, result)
+        if self._static(ctx):
+            await asyncio.to_thread(recheck_static, ctx, result)
+        await self._verify(ctx, result)
+        self._limit(ctx, result)
+        return result
+
+    @staticmethod
+    def _decide(ctx: RoundContext) -> list[Decision]:
+        rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,
+                         {sha: ctx.patches.map(text) for sha, text in ctx.anchor_diffs.items()},
+                         upstream=ctx.patches.map(ctx.upstream_diff) if ctx.upstream_diff
+                         else None, messages=list(ctx.messages))
+        return decide_round(ctx.tracked, rnd)
+
+    def _sort(self, ctx: RoundContext, raw: list[Finding], result: RoundResult) -> None:
+        """Each raw finding: dropped (with why), folded into the tracked defect it repeats, or
+        kept as new. A new finding is compared only with the kept ones it could duplicate
+        (same file; remarks without a place with each other), so this is linear in the
+        findings of a PR of thousands of files, not quadratic."""
         postable = DiffLines(ctx.pr_diff, diff_map=ctx.patches.map(ctx.pr_diff))
-        tracked = self._positions(ctx, decisions)
+        tracked = self._positions(ctx, result.decisions)
         taken: set[str] = set()  # ignored defects a finding of this round already repeats
+        kept: dict[tuple[str | None, bool], list[Finding]] = {}  # (path, anchored) -> new
+        unanchored: list[Finding] = []
         for finding in raw:
             if finding.rule == "missing-tests" and not ctx.settings.require_tests:
                 result.notes.append(finding.description)  # a nudge, not a tracked defect
@@ -231,16 +255,17 @@ class Engine:
             if self._repeats_ignored(finding, code, ctx.ignored, taken):
                 result.dropped["repeats_ignored"] += 1  # people said no to it already
                 continue
-            if any(same_defect(finding, _as_defect(f), _position(f)) for f in result.findings):
+            # ``same_defect`` needs the same path for an anchored finding, and an unanchored
+            # defect for an unanchored one (an E.4 on the file aside): nothing else can be
+            peers = [*kept.get((finding.path, True), ()), *kept.get((finding.path, False), ())] \
+                if finding.anchored else unanchored
+            if any(same_defect(finding, _as_defect(f), _position(f)) for f in peers):
                 result.dropped["duplicate"] += 1
                 continue
             result.findings.append(finding)
-        self._still_detected(ctx, result)
-        if self._static(ctx):
-            await asyncio.to_thread(recheck_static, ctx, result)
-        await self._verify(ctx, result)
-        self._limit(ctx, result)
-        return result
+            kept.setdefault((finding.path, finding.anchored), []).append(finding)
+            if not finding.anchored:
+                unanchored.append(finding)
 
     @staticmethod
     def _repeats_ignored(finding: Finding, code: str | None, ignored: list[Defect],

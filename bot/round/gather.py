@@ -17,6 +17,8 @@ from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.models import Defect
 
+from ..bounds import DEFAULT as DEFAULT_LIMITS
+from ..bounds import ReviewLimits, bound_diff, too_large_note
 from ..forge import ForgeReader, NotAcceptable, NotFound, PullRequest, Unprocessable
 from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
@@ -57,11 +59,21 @@ async def read_settings(forge: ForgeReader, default_drafts: bool = False
 
 
 async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest, number: int,
-                 settings: Settings) -> RoundInputs:
-    """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``."""
+                 settings: Settings, limits: ReviewLimits = DEFAULT_LIMITS) -> RoundInputs:
+    """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``.
+    The diffs are cut to ``limits`` (``bot.bounds``); what was left out is noted."""
     head = pull.head_sha
     previous = await off_loop(store, store.last_round, pr["id"])
-    pr_diff = await _pr_diff(forge, pull)
+    skipped: list[str] = []
+    try:
+        pr_diff = await _pr_diff(forge, pull)
+    except NotAcceptable as exc:
+        log.warning("the diff of %s#%s is too large to review: %s", pr["repo"], pr["number"],
+                    exc)
+        pr_diff = ""
+        skipped.append(too_large_note("the host would not give its diff, nor its files"))
+    pr_diff, note = await asyncio.to_thread(bound_diff, pr_diff, limits)
+    skipped += [note] if note else []
     if previous is None:
         round_diff = pr_diff  # the first round: the whole PR is new
     elif previous["head_sha"] == head:
@@ -70,12 +82,18 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
     tracked = [d for d in known if not d.ignored]
     upstream_diff = ""
     if previous is not None and previous["head_sha"] != head:
-        round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff, tracked)
+        try:
+            round_diff, upstream_diff = await _round_diff(forge, previous, head, pr_diff,
+                                                          tracked)
+        except NotAcceptable:  # the push alone is too large: take it as the bounded PR diff
+            round_diff, upstream_diff = pr_diff, ""
+        round_diff = (await asyncio.to_thread(bound_diff, round_diff, limits))[0]
     messages = await forge.commit_messages(previous["head_sha"], head) \
         if previous is not None and previous["head_sha"] != head else []
     anchor_diffs = await _anchor_diffs(forge, tracked, previous, head)
     patches = Patches()  # the round's one parse of each diff, shared by every reader
-    changed = DiffLines(pr_diff, diff_map=patches.map(pr_diff)).paths()
+    changed = await asyncio.to_thread(  # the round's one parse of a diff of many files
+        lambda: DiffLines(pr_diff, diff_map=patches.map(pr_diff)).paths())
     paths = sorted(changed)[:MAX_FILES]
     paths += sorted({d.path for d in tracked if d.path and d.path not in changed})
     files = {p: await forge.file_text(p, head) for p in paths}
@@ -90,7 +108,7 @@ async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest,
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
         patches=patches, upstream_diff=upstream_diff, muted=muted, messages=messages,
-        ignored=[d for d in known if d.ignored],
+        ignored=[d for d in known if d.ignored], skipped=skipped,
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 

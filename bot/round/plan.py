@@ -11,6 +11,7 @@ and thread ids), saved with the plan and written into the ledger by ``commit``.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict, dataclass, field
 
 from tracker.learnings import kind_of
@@ -93,6 +94,7 @@ class RoundPlan:
     held: list[dict] = field(default_factory=list)
     muted: dict[str, list[int]] = field(default_factory=dict)
     converge: list = field(default_factory=list)  # [after_round, min_severity] when it held any
+    skipped: list[str] = field(default_factory=list)  # what the round did not review, and why
 
     def decision(self, key: str) -> Decision | None:
         return next((d for d in self.decisions if d.key == key), None)
@@ -112,6 +114,7 @@ class RoundPlan:
             "held": [dict(h) for h in self.held],
             "muted": {k: list(v) for k, v in self.muted.items()},
             "converge": list(self.converge),
+            "skipped": list(self.skipped),
         }
 
     @classmethod
@@ -130,6 +133,7 @@ class RoundPlan:
             held=[dict(h) for h in data.get("held") or []],
             muted={k: list(v) for k, v in (data.get("muted") or {}).items()},
             converge=list(data.get("converge") or []),
+            skipped=list(data.get("skipped") or []),
         )
 
     def held_findings(self) -> list[tuple[Finding, str]]:
@@ -150,6 +154,8 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
     if ctx.previous_head is None and getattr(engine, "walkthrough", None) is not None:
         walkthrough, usage = await engine.walkthrough.write(ctx)
         result.usage.add(usage)
+    stats = await asyncio.to_thread(  # a parse of the diff: off the loop, as the engine's
+        diffstat, ctx.pr_diff if ctx.previous_head is None else ctx.round_diff)
     return RoundPlan(
         decisions=list(result.decisions),
         new=[NewDefect(f"D{inputs.first_key + i}", f,
@@ -159,8 +165,7 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
         dropped=dict(result.dropped),
         usage=result.usage,
         notes=list(result.notes),
-        files=[s.to_json() for s in diffstat(
-            ctx.pr_diff if ctx.previous_head is None else ctx.round_diff)],
+        files=[s.to_json() for s in stats],
         scope="pr" if ctx.previous_head is None else "push",
         walkthrough=walkthrough,
         held=[{"finding": f.to_dict(), "why": why} for f, why in result.held],
@@ -169,4 +174,5 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
                                    if why == "muted"}) if kind in ctx.muted},
         converge=[ctx.settings.converge_after, ctx.settings.converge_severity]
         if any(why == "converge" for _f, why in result.held) else [],
+        skipped=list(ctx.skipped),
     )

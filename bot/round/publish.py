@@ -161,6 +161,7 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
                      "here only: " + ", ".join(record.vanished) + ".")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
+    notes += [f"⚠️ {note}" for note in (shown.skipped if shown else [])]  # bot.bounds
     pr = store.pull_request_by_id(pr_id)
     held, notices = _held(store, pr_id, number, shown)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],

@@ -20,6 +20,8 @@ from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
 from .. import checks, metrics
+from ..bounds import DEFAULT as DEFAULT_LIMITS
+from ..bounds import ReviewLimits
 from ..forge import Comment, Forge
 from ..jobs import Job
 from ..review.engine import Engine
@@ -38,7 +40,8 @@ class RoundRunner:
 
     def __init__(self, ledger: Ledger, forge_for: Callable[[Job], Forge], engine: Engine,
                  serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
-                 review_drafts: bool = False, clock: Callable[[], float] = time.monotonic):
+                 review_drafts: bool = False, limits: ReviewLimits = DEFAULT_LIMITS,
+                 clock: Callable[[], float] = time.monotonic):
         self.ledger = ledger
         self.bot_login = bot_login
         self.forge_for = forge_for
@@ -46,6 +49,7 @@ class RoundRunner:
         self.serializer = serializer
         self.bot_logins = bot_logins
         self.review_drafts = review_drafts
+        self.limits = limits
         self.clock = clock
 
     def forge(self, job: Job) -> Forge:
@@ -81,7 +85,8 @@ class RoundRunner:
             try:
                 saved = await db(ledger.plan, pr["id"], number)
                 if saved is None:
-                    inputs = await gather(forge, self.ledger, pr, pull, number, settings)
+                    inputs = await gather(forge, self.ledger, pr, pull, number, settings,
+                                          self.limits)
                     the_plan = await plan(self.engine, inputs)
                     metrics.LLM_TOKENS.labels(kind="prompt").inc(the_plan.usage.prompt_tokens)
                     metrics.LLM_TOKENS.labels(kind="completion").inc(

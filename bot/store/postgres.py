@@ -312,6 +312,15 @@ class PostgresQueueStore:
         return self._count("update jobs set lease_until = %s where owner = %s "
                            "and status = 'running'", [until, owner])
 
+    def give_up(self, stamp: float | None, max_attempts: int, error: str) -> int:
+        expired, args = ("", []) if stamp is None else \
+            (" and coalesce(lease_until, 0) < %s", [stamp])
+        with self.pool.connection() as conn, conn.transaction():
+            return conn.execute(
+                "update jobs set status = 'failed', owner = null, finished_at = %s, error = %s "
+                f"where status = 'running' and attempts >= %s{expired}",
+                [now(), error, max_attempts, *args]).rowcount
+
     def recover(self, stamp: float | None) -> int:
         with self.pool.connection() as conn, conn.transaction():
             if stamp is None:

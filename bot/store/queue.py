@@ -136,6 +136,10 @@ class QueueStore(Protocol):
     def requeue(self, job_id: int, error: str, run_after: float) -> None: ...
     def renew(self, owner: str, until: float) -> int:
         """Extend the lease of the jobs ``owner`` runs; how many."""
+    def give_up(self, stamp: float | None, max_attempts: int, error: str) -> int:
+        """Mark failed, with ``error``, the running jobs ``recover`` would take back that were
+        already claimed ``max_attempts`` times (each claim counts an attempt, so a job that
+        kills its worker reaches its limit); how many."""
     def recover(self, stamp: float | None) -> int:
         """Queue again running jobs whose lease ended before ``stamp`` (their owner is gone),
         and drop expired PR leases; ``None``: every running job and lease (a sole server

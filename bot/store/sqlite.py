@@ -244,6 +244,15 @@ class SqliteQueueStore:
                 "update jobs set lease_until = ? where owner = ? and status = 'running'",
                 [until, owner]).rowcount
 
+    def give_up(self, stamp: float | None, max_attempts: int, error: str) -> int:
+        expired, args = ("", []) if stamp is None else \
+            (" and coalesce(lease_until, 0) < ?", [stamp])
+        with self.ledger.transaction():
+            return self.db.execute(
+                "update jobs set status = 'failed', owner = null, finished_at = ?, error = ? "
+                f"where status = 'running' and attempts >= ?{expired}",
+                [now(), error, max_attempts, *args]).rowcount
+
     def recover(self, stamp: float | None) -> int:
         with self.ledger.transaction():
             if stamp is None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ... import tempclean
 from .files import ChangedFile
 from .languages import PYTHON
 from .rules import (
@@ -215,7 +216,7 @@ def _ruff_hits(ruff: str, targets: list[ChangedFile], ran: list | None = None
     """Run ruff once on the head text of the given Python files; yield (file, diagnostic).
     ``ran`` (when given) gets ``True`` appended once ruff's answer was read: yielding nothing
     then means ruff found nothing, not that it failed."""
-    with tempfile.TemporaryDirectory(prefix="roundwise-ruff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=tempclean.prefix()) as tmp:
         root = os.path.realpath(tmp)
         by_file: dict[str, ChangedFile] = {}
         for i, cf in enumerate(targets):
