@@ -109,10 +109,16 @@ class LLMClient:
 
     # -- calls
 
-    async def complete(self, messages: list[dict]) -> Completion:
-        """The model's answer to ``messages``; LLMError when no model could give one."""
+    async def complete(self, messages: list[dict], *, json_mode: bool | None = None) -> Completion:
+        """The model's answer to ``messages``; LLMError when no model could give one.
+
+        ``json_mode`` (default: the configuration's) asks the server for a JSON object
+        (``response_format``); a caller that wants prose must say False, since servers that
+        honour JSON mode answer nothing else.
+        """
         messages = self._redact(messages)
-        key = self._cache_key(messages)
+        json_mode = self.config.json_mode if json_mode is None else json_mode
+        key = self._cache_key(messages, json_mode)
         cached = self._cache_get(key)
         if cached is not None:
             self.stats["cached"] += 1
@@ -126,7 +132,7 @@ class LLMClient:
                 log.warning("LLM %s failed (%s); trying fallback %s", models[0],
                             type(last).__name__, model)
             try:
-                completion = await self._with_retries(model, messages)
+                completion = await self._with_retries(model, messages, json_mode)
             except Exception as exc:  # noqa: BLE001 - any failure moves on to the fallback
                 last = exc
                 continue
@@ -136,12 +142,13 @@ class LLMClient:
         raise LLMError(f"no answer from {', '.join(models)}: {type(last).__name__}: "
                        f"{str(last)[:200]}")
 
-    async def _with_retries(self, model: str, messages: list[dict]) -> Completion:
+    async def _with_retries(self, model: str, messages: list[dict],
+                            json_mode: bool) -> Completion:
         attempt = 0
         while True:
             try:
                 async with self._limit():
-                    return await self._call(model, messages)
+                    return await self._call(model, messages, json_mode)
             except Exception as exc:
                 if not _retryable(exc) or attempt >= self.config.retries:
                     raise
@@ -152,7 +159,7 @@ class LLMClient:
                 attempt += 1
                 await asyncio.sleep(delay)
 
-    async def _call(self, model: str, messages: list[dict]) -> Completion:
+    async def _call(self, model: str, messages: list[dict], json_mode: bool) -> Completion:
         kwargs: dict[str, Any] = {
             "model": model, "messages": messages, "timeout": self.config.timeout,
             "temperature": self.config.temperature, "max_retries": 0,
@@ -168,7 +175,7 @@ class LLMClient:
                 # A local OpenAI-compatible server often wants no key, but litellm's OpenAI
                 # client refuses to call without one.
                 kwargs["api_key"] = "no-key"
-        if self.config.json_mode:
+        if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
             kwargs["drop_params"] = True
         self.stats["calls"] += 1
@@ -222,8 +229,11 @@ class LLMClient:
         return [{**m, "content": str(m.get("content") or "").replace(key, "[redacted]")}
                 for m in messages]
 
-    def _cache_key(self, messages: list[dict]) -> str:
-        blob = json.dumps({"model": self.config.model, "messages": messages}, sort_keys=True)
+    def _cache_key(self, messages: list[dict], json_mode: bool = True) -> str:
+        asked = {"model": self.config.model, "messages": messages}
+        if not json_mode:  # a prose answer is another answer (JSON-mode keys stay as they were)
+            asked["json_mode"] = False
+        blob = json.dumps(asked, sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _cache_get(self, key: str) -> str | None:
