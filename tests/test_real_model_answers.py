@@ -14,9 +14,12 @@ from pathlib import Path
 from bench.scripted_llm import Reply, ScriptedLLM, default_responder, system_text
 from bot.review.llm import build_llm_engine
 from bot.round.gather import RoundInputs
+from bot.review.engine import RoundContext
 from bot.round.plan import plan
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Defect
 
-from .test_llm_reviewer import config, first_round
+from .test_llm_reviewer import config, context, first_round
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real_model"
 
@@ -49,3 +52,94 @@ async def test_the_walkthrough_is_asked_without_json_mode_and_appears():
     assert "response_format" not in ask  # asked for Markdown, so no JSON mode
     assert all(r.get("response_format") == {"type": "json_object"} for r in others)
     assert result.walkthrough == bullets
+
+
+# --------------------------------------------------------------------------- 2. and 3. verifier
+
+QUOTA_FIXED = ("export async function checkQuota(store, userId) {\n"
+               "  const used = await store.get(userId);\n"
+               "  return used < LIMIT;\n}\n")
+LEAK = '  console.log("quota check for", userId);\n'
+QUOTA_BACK = QUOTA_FIXED.replace("{\n", "{\n" + LEAK, 1)
+
+
+def reopened_round() -> RoundContext:
+    """Round 3 of the JavaScript example: D1's logging line, removed in round 2, is back."""
+    d1 = Defect(key="D1", description="logs the user id on every quota check",
+                origin="human", state=State.RESOLVED, raised_round=1, state_round=2,
+                path="src/quota.js", line_start=2, line_end=2,
+                code="  const used = await store.get(userId);", resolved_code=LEAK.strip())
+    return context({"src/quota.js": "export {};\n"}, {"src/quota.js": QUOTA_BACK},
+                   previous={"src/quota.js": QUOTA_FIXED}, tracked=[d1])
+
+
+def replay_verdicts(answer: str):
+    def respond(request: dict) -> str:
+        if "defect verifier" in system_text(request):
+            return answer
+        return json.dumps({"findings": []})
+    return respond
+
+
+async def test_a_sure_reopened_is_not_put_to_the_model_and_stays_reopened():
+    respond = replay_verdicts(real("verdict_placeholder_evidence.json")["answer"])
+    async with ScriptedLLM(respond) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        result = await engine.review(reopened_round())
+        asked = [r for r in server.requests if "defect verifier" in system_text(r)]
+    [d1] = result.decisions
+    assert (d1.state, d1.rule) == (State.REOPENED, "fingerprint-reappeared")
+    assert d1.confidence >= 0.5 and asked == []  # never asked: the rule is sure
+
+
+async def test_even_when_asked_an_overturn_needs_a_quote_from_the_head():
+    respond = replay_verdicts(real("verdict_placeholder_evidence.json")["answer"])
+    async with ScriptedLLM(respond) as server:
+        engine = build_llm_engine(config(server, verify_below=1.01), static_checks=False)
+        result = await engine.review(reopened_round())
+    [d1] = result.decisions
+    assert d1.state is State.REOPENED and "+overturned" not in d1.rule
+
+
+def remark_round() -> RoundContext:
+    """An unsure Open (a remark on the whole PR, confidence 0.4): what the verifier is for."""
+    remark = Defect(key="D1", description="please fold the quota checks into one helper",
+                    origin="human", state=State.NEW, raised_round=1, state_round=1)
+    return context({"src/quota.js": "export {};\n"}, {"src/quota.js": QUOTA_FIXED},
+                   previous={"src/quota.js": "export {};\n"}, tracked=[remark])
+
+
+async def test_the_prompt_placeholder_pasted_as_evidence_is_rejected():
+    respond = replay_verdicts(real("verdict_placeholder_evidence.json")["answer"])
+    async with ScriptedLLM(respond) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        result = await engine.review(remark_round())
+        [asked] = [r for r in server.requests if "defect verifier" in system_text(r)]
+    assert 'key="D1"' in asked["messages"][1]["content"]  # unsure: it was asked
+    [d1] = result.decisions
+    assert d1.state is State.OPEN and d1.decided_by is DecidedBy.RULE
+    assert "copied exactly" not in d1.evidence
+    assert result.dropped["verify_echoes_prompt"] == 1
+
+
+async def test_an_unsure_open_is_overturned_by_a_real_quote():
+    verdict = {"verdicts": [{"key": "D1", "resolved": True, "evidence": "one helper now",
+                             "quote": "const used = await store.get(userId);"}]}
+    async with ScriptedLLM(replay_verdicts(json.dumps(verdict))) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        result = await engine.review(remark_round())
+    [d1] = result.decisions
+    assert (d1.state, d1.decided_by) == (State.RESOLVED, DecidedBy.LLM)
+    assert "const used = await store.get(userId);" in d1.evidence
+
+
+def test_echoes_spots_the_answer_shape_not_real_evidence():
+    from bot.review.llm.parse import echoes
+    from bot.review.llm.prompts import system_prompt
+
+    prompt = system_prompt("verify_system.txt")
+    assert echoes("the line(s) of current code that show it, copied exactly, or \"\" if the "
+                  "code is gone", prompt)
+    assert echoes("one sentence on why", prompt)
+    assert not echoes("store.get(userId) is awaited now, so the count is right", prompt)
+    assert not echoes("the check was removed", prompt)

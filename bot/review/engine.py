@@ -329,7 +329,12 @@ class Engine:
                             key=lambda pair: pair[1].confidence)  # the least sure first
         if not candidates:
             return
-        verdicts, usage = await self.verifier.verify(ctx, candidates)
+        counted = getattr(self.verifier, "verify_counted", None)
+        if counted is not None:  # the LLM verifier says what it could not use, by reason
+            verdicts, usage, dropped = await counted(ctx, candidates)
+            result.dropped.update({f"verify_{k}": v for k, v in dropped.items()})
+        else:
+            verdicts, usage = await self.verifier.verify(ctx, candidates)
         result.usage.add(usage)
         by_verdict = {v.key: v for v in verdicts}
         result.decisions = [apply_verdict(d, by_verdict.get(d.key)) for d in result.decisions]

@@ -18,7 +18,7 @@ from ..prompt_context import ContextProvider
 from .client import LLMClient
 from .diffs import FileDiff, annotated, file_priority
 from .fixes import checked_fix
-from .parse import parse_findings
+from .parse import echoes, parse_findings
 from .prompts import (
     MAX_BODY_CHARS,
     MAX_CODE_LINES,
@@ -81,6 +81,8 @@ class LLMDetector:
             for finding in findings:
                 if finding.confidence < floor:
                     detection.dropped["low_confidence"] += 1
+                elif echoes(finding.description, self.system):
+                    detection.dropped["echoes_prompt"] += 1  # the answer shape pasted back
                 else:
                     checked = checked_fix(finding, ctx.files)
                     if checked.fix is None and finding.fix is not None:

@@ -157,6 +157,27 @@ def _bool(value: Any) -> bool:
     raise ItemError("resolved must be true or false")
 
 
+_WORD = re.compile(r"[a-z0-9]+")
+ECHO_SHARE = 0.6  # this share of a field's word triples found in the prompt: it is an echo
+
+
+def echoes(text: str | None, prompt: str) -> bool:
+    """Whether a field the model filled is the prompt's own wording (an instruction or the
+    answer shape's placeholder pasted back) rather than an answer.
+
+    Small models paste the shape's placeholder (``the line(s) of current code that show it,
+    copied exactly...``) into the field it describes; such text is no evidence. A field counts
+    as an echo when it has at least four words and most of its word triples are in ``prompt``.
+    """
+    words = _WORD.findall((text or "").lower())
+    if len(words) < 4:
+        return False
+    source = _WORD.findall(prompt.lower())
+    known = {tuple(source[i:i + 3]) for i in range(len(source) - 2)}
+    triples = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    return sum(t in known for t in triples) >= ECHO_SHARE * len(triples)
+
+
 def parse_verdicts(text: str) -> tuple[list[dict], Counter]:
     """``{"key", "resolved", "evidence", "quote"}`` items from a verification answer."""
     items = list_field(load_json_object(text), "verdicts")
