@@ -143,3 +143,63 @@ def test_echoes_spots_the_answer_shape_not_real_evidence():
     assert echoes("one sentence on why", prompt)
     assert not echoes("store.get(userId) is awaited now, so the count is right", prompt)
     assert not echoes("the check was removed", prompt)
+
+
+# --------------------------------------------------------------------------- 5. paths and spans
+
+EXAMPLES = Path(__file__).parent.parent / "bench" / "examples"
+
+
+def quota_round_1() -> RoundContext:
+    task = json.loads((EXAMPLES / "example-javascript-quota.json").read_text(encoding="utf-8"))
+    first = task["rounds"][0]
+    return RoundContext(repo="example/gateway", number=31, round=1, head_sha=first["head_sha"],
+                        base_sha=task["pr"]["base_sha"], pr_diff=first["diff"],
+                        round_diff=first["diff"], files=dict(first["files"]))
+
+
+def replay_findings(answer: str):
+    def respond(request: dict) -> str:
+        return answer if "walkthrough" not in system_text(request) else "- x"
+    return respond
+
+
+async def test_a_path_written_as_path_colon_lines_is_kept_and_clamped_to_the_hunk():
+    respond = replay_findings(real("findings_path_with_lines.json")["answer"])
+    async with ScriptedLLM(respond) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        result = await engine.review(quota_round_1())
+    [kept] = result.findings  # was: both dropped as outside the PR
+    assert (kept.path, kept.line_start, kept.line_end) == ("src/quota.js", 5, 13)
+    assert "not awaited" in kept.description
+    assert result.dropped == {"outside_diff": 1}  # the LEFT one: line 12 was never removed
+
+
+async def test_a_whole_file_span_is_clamped_to_the_changed_lines():
+    respond = replay_findings(real("findings_whole_file.json")["answer"])
+    async with ScriptedLLM(respond) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        ctx = quota_round_1()
+        ctx.settings.min_severity = "Trivial"  # the model called it Trivial
+        result = await engine.review(ctx)
+    [kept] = result.findings  # was: dropped as outside the diff (line 28 of 13)
+    assert (kept.path, kept.line_start, kept.line_end) == ("src/quota.js", 1, 13)
+
+
+async def test_diff_prefixes_are_dropped_from_paths():
+    item = {"path": "b/src/quota.js", "line_start": 7, "line_end": 7, "description":
+            "the awaited value may be undefined, not only null", "type": "F.2",
+            "severity": "Major", "confidence": 0.8}
+    async with ScriptedLLM(replay_findings(json.dumps({"findings": [item]}))) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        result = await engine.review(quota_round_1())
+    assert [(f.path, f.line_start) for f in result.findings] == [("src/quota.js", 7)]
+
+
+def test_split_location_reads_the_forms_models_write():
+    from bot.review.llm.parse import split_location
+
+    assert split_location("app/auth.py:8") == ("app/auth.py", (8, 8))
+    assert split_location("./app/auth.py:14-5") == ("app/auth.py", (5, 14))
+    assert split_location("`app/auth.py`") == ("app/auth.py", None)
+    assert split_location("C:/odd/name.py") == ("C:/odd/name.py", None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from tracker.anchors import DiffMap, excerpt, fingerprint
@@ -174,6 +174,30 @@ class DiffLines:
     def paths(self) -> set[str]:
         return set(self.right)
 
+    def fit(self, finding: Finding) -> Finding:
+        """``finding`` where a comment can sit, when a model wrote it loosely: a diff-style
+        ``a/``/``b/`` prefix dropped, and a span wider than the changed lines (a whole file, a
+        whole function) clamped to the first run of the diff's lines inside it."""
+        path = finding.path
+        if path is None:
+            return finding
+        if path not in self.right and path[:2] in ("a/", "b/") and path[2:] in self.right:
+            finding = replace(finding, path=path[2:])
+        if finding.line_start is None or finding.path not in self.right:
+            return finding
+        lines = self.left[finding.path] if finding.side == "LEFT" else self.right[finding.path]
+        start, end = finding.line_start, finding.line_end
+        if start in lines and end in lines:
+            return finding
+        inside = [n for n in range(start, end + 1) if n in lines]
+        if not inside:
+            return finding  # nothing of it in the diff: dropped as outside it
+        last = inside[0]
+        while last + 1 in lines and last + 1 <= end:
+            last += 1
+        # a fix was written for the lines the model named, not for these
+        return replace(finding, line_start=inside[0], line_end=last, fix=None, quote=None)
+
     def valid(self, finding: Finding) -> str | None:
         """None when the finding can be posted where it is, else the reason it cannot."""
         if finding.path is None:
@@ -214,6 +238,7 @@ class Engine:
         tracked = self._positions(ctx, decisions)
         taken: set[str] = set()  # ignored defects a finding of this round already repeats
         for finding in raw:
+            finding = postable.fit(finding)
             if finding.rule == "missing-tests" and not ctx.settings.require_tests:
                 result.notes.append(finding.description)  # a nudge, not a tracked defect
                 result.dropped["tests_not_required"] += 1

@@ -103,6 +103,21 @@ def _confidence(value: Any) -> float:
     return min(max(number, 0.0), 1.0)
 
 
+_LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:\s*-\s*(?P<end>\d+))?$")
+
+
+def split_location(text: str) -> tuple[str, tuple[int, int] | None]:
+    """A path as models write it (``app/x.py:8``, ``app/x.py:5-14``, ``./app/x.py``), split
+    into the path and the lines it names, if any."""
+    path = text.strip().strip("`").strip().removeprefix("./")
+    match = _LOCATION.match(path)
+    if not match:
+        return path, None
+    start = int(match["start"])
+    end = int(match["end"]) if match["end"] else start
+    return match["path"].removeprefix("./"), (min(start, end), max(start, end))
+
+
 def finding_from_item(item: Any) -> Finding:
     """A bot Finding from one answer item; ItemError when it cannot be used."""
     if not isinstance(item, dict):
@@ -110,9 +125,17 @@ def finding_from_item(item: Any) -> Finding:
     path = item.get("path")
     if not isinstance(path, str) or not path.strip():
         raise ItemError("missing path")
-    path = path.strip().removeprefix("./")
-    start = _int(item.get("line_start", item.get("line")), "line_start")
-    end = _int(item["line_end"], "line_end") if item.get("line_end") is not None else start
+    path, at = split_location(path)
+    given = item.get("line_start", item.get("line"))
+    if given is None and at is not None:
+        given = at[0]
+    start = _int(given, "line_start")
+    if item.get("line_end") is not None:
+        end = _int(item["line_end"], "line_end")
+    elif at is not None and item.get("line_start", item.get("line")) is None:
+        end = at[1]
+    else:
+        end = start
     description = item.get("description")
     if not isinstance(description, str) or not description.strip():
         raise ItemError("missing description")
