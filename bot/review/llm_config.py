@@ -29,8 +29,8 @@ LLM_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_MAX_PROMPT_TOKENS": ("prompt budget per call; larger diffs are split by file",
                                     "24000"),
     "ROUNDWISE_LLM_CACHE": ("folder for an on-disk cache of LLM answers", "unset"),
-    "ROUNDWISE_VERIFY_BELOW": ("the model verifies only the tracker's decisions less sure "
-                               "than this (rule confidence, 0..1; above 1 = all of them)",
+    "ROUNDWISE_VERIFY_BELOW": (("the model verifies only the tracker's decisions less sure "
+                                "than this (rule confidence, 0..1; above 1 = all of them)"),
                                "0.5"),
 }
 

@@ -4,7 +4,6 @@ budget, with the ledger's tracked defects listed so they are not raised again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -68,8 +67,7 @@ class LLMDetector:
     async def detect(self, ctx: RoundContext) -> Detection:
         plan = self.plan(ctx)
         detection = Detection([], dropped=Counter(plan.dropped))
-        answers = await asyncio.gather(*(self.client.complete_json(m, parse_findings)
-                                         for m in plan.calls))
+        answers = await self.client.all_json(plan.calls, parse_findings)
         floor = self.client.config.min_confidence
         for answer in answers:
             detection.usage.add(answer.usage)

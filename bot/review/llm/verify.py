@@ -4,7 +4,6 @@ code; people's claims go in as claims to check, never as evidence.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 
@@ -81,8 +80,7 @@ class LLMVerifier:
         if not candidates:
             return [], usage, dropped_here
         calls = self.plan(ctx, candidates)
-        answers = await asyncio.gather(*(self.client.complete_json(messages, parse_verdicts)
-                                         for messages, _ in calls))
+        answers = await self.client.all_json([m for m, _ in calls], parse_verdicts)
         verdicts: list[Verdict] = []
         for (messages, group), answer in zip(calls, answers):
             usage.add(answer.usage)

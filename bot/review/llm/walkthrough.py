@@ -47,7 +47,7 @@ class LLMWalkthrough:
             answer = await self.client.complete(messages, json_mode=False)
         except LLMError as exc:
             log.warning("no walkthrough: %s", exc)
-            return None, Usage()
+            return None, Usage(failed=1)
         usage = answer.usage
         return _bullets(answer.text), usage
 
