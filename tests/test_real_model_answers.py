@@ -260,3 +260,13 @@ async def test_a_call_that_failed_is_asked_once_more_later_and_its_answer_used()
         result = await engine.review(first_round())
     assert [(f.path, f.line_start) for f in result.findings] == [("app/cache.py", 3)]
     assert result.usage.failed == 0 and not result.notes
+
+
+async def test_lines_written_into_the_path_win_over_the_shapes_example_numbers():
+    answer = real("findings_lines_in_path_example_lines_in_fields.json")["answer"]
+    assert '"line_start": 42' in answer  # the prompt's example, copied
+    async with ScriptedLLM(replay_findings(answer)) as server:
+        engine = build_llm_engine(config(server), static_checks=False)
+        result = await engine.review(quota_round_1())
+    spans = {(f.path, f.line_start, f.line_end) for f in result.findings}
+    assert ("src/quota.js", 8, 9) in spans and ("src/quota.js", 3, 13) in spans

@@ -126,16 +126,13 @@ def finding_from_item(item: Any) -> Finding:
     if not isinstance(path, str) or not path.strip():
         raise ItemError("missing path")
     path, at = split_location(path)
-    given = item.get("line_start", item.get("line"))
-    if given is None and at is not None:
-        given = at[0]
-    start = _int(given, "line_start")
-    if item.get("line_end") is not None:
-        end = _int(item["line_end"], "line_end")
-    elif at is not None and item.get("line_start", item.get("line")) is None:
-        end = at[1]
+    if at is not None:
+        # Lines written into the path win: a small model put the real ones there and copied
+        # the answer shape's example numbers (42, 43) into line_start and line_end.
+        start, end = at
     else:
-        end = start
+        start = _int(item.get("line_start", item.get("line")), "line_start")
+        end = _int(item["line_end"], "line_end") if item.get("line_end") is not None else start
     description = item.get("description")
     if not isinstance(description, str) or not description.strip():
         raise ItemError("missing description")
