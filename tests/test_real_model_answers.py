@@ -270,3 +270,10 @@ async def test_lines_written_into_the_path_win_over_the_shapes_example_numbers()
         result = await engine.review(quota_round_1())
     spans = {(f.path, f.line_start, f.line_end) for f in result.findings}
     assert ("src/quota.js", 8, 9) in spans and ("src/quota.js", 3, 13) in spans
+
+
+def test_a_sub_type_the_taxonomy_lacks_is_read_as_its_parent():
+    from bot.review.llm.parse import parse_findings
+
+    findings, dropped = parse_findings(real("findings_sub_type.json")["answer"])
+    assert [f.type for f in findings] == ["F.3", "F.3"] and not dropped  # was: both invalid

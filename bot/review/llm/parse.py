@@ -78,6 +78,9 @@ def normalise_type(value: Any) -> str:
         nearest = [t for t in MCR_TYPES if t.startswith(code + ".")]
         if nearest:
             return nearest[0]
+        parent = code.rsplit(".", 1)[0]  # a sub-type the taxonomy does not have: F.3.1 -> F.3
+        if parent in MCR_TYPES:
+            return parent
     lowered = text.lower()
     for key, label in MCR_TYPES.items():
         if lowered and (lowered == label.lower() or lowered in label.lower().split(" & ")):
