@@ -50,8 +50,8 @@ class LLMVerifier:
     asked (``unknown_key``), verdicts whose quote is not in the code at the head
     (``quote_not_in_code``), overturns that quote nothing (``overturn_without_quote``) and
     verdicts that echo the prompt's own instructions (``echoes_prompt``). In all those cases
-    the tracker's own decision stands. ``dropped`` holds the same counts for the last call of
-    ``verify`` only (the engine reports them per round).
+    the tracker's own decision stands. ``verify_counted`` also returns one call's counts (the
+    engine reports them per round).
     """
 
     def __init__(self, client: LLMClient, batch: int | None = None):
@@ -82,7 +82,7 @@ class LLMVerifier:
         calls = self.plan(ctx, candidates)
         answers = await self.client.all_json([m for m, _ in calls], parse_verdicts)
         verdicts: list[Verdict] = []
-        for (messages, group), answer in zip(calls, answers):
+        for (_, group), answer in zip(calls, answers):
             usage.add(answer.usage)
             dropped_here.update(answer.dropped)
             if answer.value is None:
