@@ -39,6 +39,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", default="bench-out", help="output folder (default: bench-out)")
     run.add_argument("--model", help="litellm model for the bot (default: offline reviewer)")
     run.add_argument("--api-base", help="base URL of the model's API (OpenAI-compatible)")
+    run.add_argument("--timeout", type=float,
+                     help="seconds per model call (default: $ROUNDWISE_LLM_TIMEOUT, else 60)")
+    run.add_argument("--round-timeout", type=float, default=300.0,
+                     help="seconds the bench waits for one round's review (default: 300)")
     run.add_argument("--judge", default="offline",
                      help="'offline' (default) or a litellm model for the LLM-Hit-Judge")
     run.add_argument("--concurrency", type=int, default=2, help="tasks replayed at once")
@@ -256,6 +260,7 @@ def cmd_run(args) -> int:
         limit=args.limit, resume=args.resume, cache=Path(args.cache) if args.cache else None,
         tolerance=args.tolerance, progress=not args.quiet, forge=args.forge,
         repo_settings=Path(args.repo_settings).read_text() if args.repo_settings else None,
+        timeout=args.timeout, round_timeout=args.round_timeout,
     )
     try:
         summary = asyncio.run(run(opts))
@@ -310,6 +315,12 @@ def headline(summary: dict) -> str:
                      f"(n {h['state_n']}), tracking {h['tracking']['state_accuracy']:.3f} "
                      f"(live pairs {h['tracking']['n']}); {h['labelled_states']} labelled "
                      "states, the rest not scored")
+    llm = summary.get("llm") or {}
+    if llm.get("calls") or llm.get("failed"):
+        line = f"model      {llm['calls']} call(s), {llm.get('failed', 0)} without an answer"
+        line += "; dropped " + (", ".join(f"{k} {v}" for k, v in llm["dropped"].items())
+                                if llm.get("dropped") else "nothing")
+        lines.append(line)
     if "aacr" in summary:
         a = summary["aacr"]
         lines.append(f"aacr       line f1 {a['line']['f1']:.3f}  semantic f1 "

@@ -76,7 +76,8 @@ class Harness:
     llm_cache: str | None = None
     workers: int = 2
     engine: Engine | None = None
-    timeout: float = 300.0
+    timeout: float = 300.0  # seconds to wait for one round's jobs
+    llm_timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
     repo_settings: str | None = None  # every task repository's .github/roundwise.yml
     fake: FakeGitHub = field(init=False)
     config: Config = field(init=False)
@@ -93,6 +94,7 @@ class Harness:
             bot_login=self.fake.bot_login,
             # the bot's model: ROUNDWISE_* as the server reads them, with the run's options
             llm=LLMConfig.from_env(os.environ, model=self.model, api_base=self.api_base,
+                                   timeout=self.llm_timeout,
                                    cache_dir=self.llm_cache) if self.model else None,
         )
         app = create_app(self.config, engine=self.engine,
@@ -272,6 +274,11 @@ def collect(ledger: Ledger, task: Task, repo: str, number: int, t: int, ids: dic
         row = ledger.round(pr["id"], t)
         if row:
             tokens = {k: row[k] or 0 for k in tokens}
+        saved = ledger.plan(pr["id"], t) or {}
+        usage = saved.get("usage") or {}
+        tokens.update(llm_calls=int(usage.get("calls") or 0),
+                      llm_failed=int(usage.get("failed") or 0),
+                      dropped=dict(saved.get("dropped") or {}))
     return {"task": task.task_id, "language": task.language, "round": t,
             "rounds": len(task.rounds), "kind": "aacr" if task.task_id.startswith("aacr__")
             else "mcr", "defects": defects, "seconds": round(seconds, 3), **tokens}

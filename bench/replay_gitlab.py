@@ -56,7 +56,8 @@ class GitLabHarness:
     llm_cache: str | None = None
     workers: int = 2
     engine: Engine | None = None
-    timeout: float = 300.0
+    timeout: float = 300.0  # seconds to wait for one round's jobs
+    llm_timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(
         attempts=4, backoff=0.05, max_wait=5.0, secondary_wait=0.2))
     fake: FakeGitLab = field(init=False)
@@ -73,6 +74,7 @@ class GitLabHarness:
             gitlab=GitLabConfig(token=self.fake.token, webhook_secret=self.secret,
                                 url=self.fake.url),
             llm=LLMConfig.from_env(os.environ, model=self.model, api_base=self.api_base,
+                                   timeout=self.llm_timeout,
                                    cache_dir=self.llm_cache) if self.model else None,
         )
         app = create_app(self.config, engine=self.engine, retry=self.retry, poll=0.05)

@@ -60,6 +60,8 @@ class RunOptions:
     skipped: list[str] = field(default_factory=list)
     repo_settings: str | None = None  # .github/roundwise.yml for every task's repository
     forge: str = "github"  # or "gitlab": the fake GitLab (bench.replay_gitlab)
+    timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
+    round_timeout: float = 300.0  # seconds the bench waits for one round
 
 
 def gather_tasks(paths: list[str], limit: int | None = None) -> tuple[list[Task], list[str]]:
@@ -115,7 +117,8 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
     async with harness_class(work / "ledger.db", model=opts.model, api_base=opts.api_base,
                        llm_cache=str(cache) if opts.model else None,
                        workers=max(opts.concurrency, 1),
-                       repo_settings=opts.repo_settings) as harness:
+                       repo_settings=opts.repo_settings, llm_timeout=opts.timeout,
+                       timeout=opts.round_timeout) as harness:
         gate = asyncio.Semaphore(max(opts.concurrency, 1))
         progress = Progress({t.task_id: len(t.rounds) for t in tasks}, enabled=opts.progress)
 
@@ -218,6 +221,18 @@ def github_usage(records: list[dict]) -> dict:
     return out
 
 
+def llm_usage(records: list[dict]) -> dict:
+    """Model calls over the run, the calls that got no answer, and the model's answers (or
+    items of them) that were dropped, by reason."""
+    dropped: dict[str, int] = {}
+    for record in records:
+        for reason, n in (record.get("dropped") or {}).items():
+            dropped[reason] = dropped.get(reason, 0) + int(n)
+    return {"calls": sum(int(r.get("llm_calls") or 0) for r in records),
+            "failed": sum(int(r.get("llm_failed") or 0) for r in records),
+            "dropped": dict(sorted(dropped.items()))}
+
+
 async def run(opts: RunOptions) -> dict:
     """Do a whole run; returns the summary (also written to ``OUT/summary.json``)."""
     if opts.baseline and opts.baseline != "stateless":
@@ -251,6 +266,7 @@ async def run(opts: RunOptions) -> dict:
             fh.write(json.dumps({**record, "matches": extra.get("matches", []),
                                  "due": extra.get("due", [])}, sort_keys=True) + "\n")
     summary["github"] = github_usage(records)
+    summary["llm"] = llm_usage(records)
     summary["run"] = {
         **provenance_of_run(),
         "model": opts.model or "offline", "baseline": opts.baseline, "judge": opts.judge,

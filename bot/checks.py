@@ -176,6 +176,24 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _with_notice(out: dict, row: dict) -> dict:
+    """``out`` led by what the round's saved plan says went wrong: model calls that got no
+    answer (a round tracked from the code only must not look like any other)."""
+    plan = row.get("plan") or {}
+    try:
+        plan = json.loads(plan) if isinstance(plan, str | bytes) else plan
+    except ValueError:
+        return out
+    usage = plan.get("usage") or {} if isinstance(plan, dict) else {}
+    if not usage.get("failed"):
+        return out
+    from .review.engine import Usage, model_silence_note
+
+    known = {k: v for k, v in usage.items() if k in Usage.__dataclass_fields__}
+    note = model_silence_note(row["number"], Usage(**known))
+    return {**out, "summary": f"{note}\n\n{out['summary']}"}
+
+
 async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
     return await off_loop(store, store.round, pr_id, number)
 
@@ -224,8 +242,8 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
     plan = await off_loop(store, store.plan, pr["id"], number)
-    out = output(defects, fail_on, pr["repo"], head,
-                 decisions=(plan or {}).get("decisions") or [])
+    out = _with_notice(output(defects, fail_on, pr["repo"], head,
+                              decisions=(plan or {}).get("decisions") or []), row)
     notes = annotations(defects, fail_on)
     try:
         await forge.update_check_run(row["check_run_id"], {
@@ -297,7 +315,8 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
     plan = await off_loop(store, store.plan, pr["id"], row["number"])
     standing_decisions = [d for d in (plan or {}).get("decisions") or []
                           if now.get(d.get("key")) == d.get("state")]  # none a person changed
-    out = output(defects, fail_on, pr["repo"], row["head_sha"], decisions=standing_decisions)
+    out = _with_notice(output(defects, fail_on, pr["repo"], row["head_sha"],
+                              decisions=standing_decisions), row)
     if (out["title"], result) == (shown_title, shown):
         return None
     try:

@@ -119,6 +119,9 @@ async def review_local(repo: str | Path, base: str, head: str = "HEAD", *,
         out = report(ledger, pr["id"], number, forge, db)
         out["actions"] = done
         out["held"] = _held(ledger, pr, number)
+        saved = ledger.plan(pr["id"], number) or {}
+        out["dropped"] = dict(sorted((saved.get("dropped") or {}).items()))
+        out["model_calls"] = int((saved.get("usage") or {}).get("calls") or 0)
         return out
 
 
@@ -215,6 +218,11 @@ def add_commands(sub) -> None:
     review.add_argument("--unmute", metavar="KIND", action="append", default=[],
                         help="post a kind of finding held back after people dismissed it "
                              "(e.g. debug-print) again, as /roundwise unmute does (repeatable)")
+    review.add_argument("--log-level", choices=["error", "warning", "info", "debug"],
+                        help="what the reviewer logs on stderr (default: error); warning shows "
+                             "each model call without an answer and each answer dropped")
+    review.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v: --log-level warning, -vv: info")
     review.set_defaults(func=cmd_review)
 
 
@@ -258,14 +266,33 @@ def _user(repo: str) -> str:
         return "you"
 
 
+def _log_to_stderr(level: int) -> None:
+    """roundwise's own log lines at ``level`` and above on stderr, ``roundwise: ...`` each (one
+    handler however often the command runs in a process)."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("bot")
+    for old in [h for h in logger.handlers if getattr(h, "roundwise_review", False)]:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("roundwise: %(message)s"))
+    handler.roundwise_review = True
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+
+
 def cmd_review(args) -> int:
     import asyncio
     import logging
     import os
     import sys
 
-    # The reviewer's warnings (an unanswered call, a malformed answer) are summed up below.
-    logging.basicConfig(level=logging.ERROR, format="roundwise: %(message)s")
+    # The reviewer's warnings (an unanswered call, a malformed answer) are summed up after the
+    # report; --log-level warning (-v) shows each of them as it happens.
+    level = args.log_level or {0: "error", 1: "warning"}.get(args.verbose, "info")
+    _log_to_stderr(getattr(logging, level.upper()))
     try:
         llm = llm_config(args, os.environ)
     except ValueError as exc:
@@ -302,6 +329,11 @@ def cmd_review(args) -> int:
     for line in report.get("actions") or []:
         print(f"roundwise: {line} (recorded in {report['ledger']})", file=sys.stderr)
     print(render(report, args.format))
+    if report.get("dropped"):
+        counts = ", ".join(f"{reason} {n}" for reason, n in report["dropped"].items())
+        hint = "" if level in ("warning", "info", "debug") else " (-v shows each)"
+        print(f"roundwise: findings or answers dropped this round: {counts}{hint}",
+              file=sys.stderr)
     if args.fix_patch:
         write_fix_patch(args.repo, report, args.fix_patch)
     failing = blocking_keys(report["defects"], args.fail_on) if args.fail_on else []

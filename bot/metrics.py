@@ -35,6 +35,11 @@ LLM_TOKENS = Counter(
     registry=REGISTRY,
 )
 
+LLM_FAILURES = Counter(
+    "roundwise_llm_failures_total", "Model calls that got no answer after their retries and the "
+    "fallback model, by the last error", ["error"], registry=REGISTRY,
+)
+
 
 def render() -> bytes:
     return generate_latest(REGISTRY)

@@ -83,3 +83,24 @@ def test_no_valid_tasks_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[]")
     code, _, err = run(capsys, "--tasks", str(tmp_path), "--out", str(tmp_path / "o"))
     assert code == 2 and "no valid tasks" in err
+
+
+async def test_timeout_flag_reaches_the_bot_and_calls_without_answer_are_counted(tmp_path,
+                                                                                 capsys,
+                                                                                 monkeypatch):
+    import asyncio
+
+    from bench.scripted_llm import Reply, ScriptedLLM
+
+    monkeypatch.delenv("ROUNDWISE_LLM_TIMEOUT", raising=False)  # 60 s: the flag must win
+    task = EXAMPLES / "example-java-order-store.json"
+    async with ScriptedLLM(lambda request: Reply('{"findings": []}', delay=2.0)) as llm:
+        code = await asyncio.to_thread(
+            main, ["bench", "run", "--quiet", "--tasks", str(task), "--out", str(tmp_path),
+                   "--model", "openai/slow", "--api-base", llm.url, "--timeout", "0.2"])
+    assert code == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["llm"]["failed"] >= 2 and summary["llm"]["dropped"]["llm_error"] >= 2
+    out = capsys.readouterr().out
+    assert f"model      {summary['llm']['calls']} call(s), {summary['llm']['failed']} " \
+           "without an answer; dropped " in out and "llm_error" in out

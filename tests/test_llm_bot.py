@@ -32,6 +32,7 @@ def responder(request: dict) -> str:
 
 async def test_llm_findings_and_verdicts_flow_through_the_bot(tmp_path, monkeypatch):
     monkeypatch.setenv("ROUNDWISE_API_KEY", "sk-secret-test-key")
+    monkeypatch.setenv("ROUNDWISE_VERIFY_BELOW", "1.01")  # the rules' sure ones asked too
     task = load_task(TASK)
     async with ScriptedLLM(responder) as llm:
         async with Harness(tmp_path / "l.db", model="openai/scripted", api_base=llm.url,

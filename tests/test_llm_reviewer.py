@@ -229,13 +229,13 @@ async def test_timeout_is_retried(server):
 
 
 async def test_timeouts_without_success_give_no_findings(server):
-    for _ in range(2):
+    for _ in range(3):
         server.push(answer(finding()), delay=2.0)
     engine, client = llm_engine(server)
     result = await engine.review(first_round())
-    assert len(server.requests) == 2  # the call and one retry
+    assert len(server.requests) == 3  # the call, one retry, and once more after the others
     assert result.findings == [] and result.dropped["llm_error"] == 1
-    assert client.stats["failures"] == 1
+    assert result.usage.failed == 1 and client.stats["retried_later"] == 1
 
 
 async def test_server_errors_fall_back_to_the_other_model(server):
@@ -334,11 +334,14 @@ def verifier_says(resolved: bool, quote: str, evidence: str):
     return respond
 
 
+VERIFY_ALL = 1.01  # ROUNDWISE_VERIFY_BELOW above every confidence: each candidate is asked
+
+
 async def test_verifier_overturns_a_resolved_candidate():
     respond = verifier_says(False, "return store.get(key)",
                             "get() now returns None and the caller still indexes it")
     async with ScriptedLLM(respond) as server:
-        engine, _ = llm_engine(server)
+        engine, _ = llm_engine(server, verify_below=VERIFY_ALL)
         result = await engine.review(second_round_with_tracked_defect())
         verify = [r for r in server.requests if "defect verifier" in system_text(r)]
     [decision] = result.decisions
@@ -359,7 +362,7 @@ async def test_verifier_overturns_a_resolved_candidate():
 async def test_verifier_quote_must_be_in_the_code():
     respond = verifier_says(False, "return cache.lookup(key)", "made up")
     async with ScriptedLLM(respond) as server:
-        engine, _ = llm_engine(server)
+        engine, _ = llm_engine(server, verify_below=VERIFY_ALL)
         verifier = engine.verifier
         result = await engine.review(second_round_with_tracked_defect())
     [decision] = result.decisions
@@ -369,7 +372,7 @@ async def test_verifier_quote_must_be_in_the_code():
 
 
 async def test_default_responder_confirms_candidates(server):
-    engine = build_llm_engine(config(server), static_checks=False)
+    engine = build_llm_engine(config(server, verify_below=VERIFY_ALL), static_checks=False)
     result = await engine.review(second_round_with_tracked_defect())
     [decision] = result.decisions
     assert decision.state is State.RESOLVED and decision.rule == "anchor-modified+confirmed"
@@ -493,11 +496,12 @@ async def test_an_unsure_open_remark_is_verified_first_and_may_be_resolved():
         if "defect verifier" not in system_text(request):
             return answer()
         return json.dumps({"verdicts": [
-            {"key": "D2", "resolved": True, "evidence": "the helper now exists", "quote": ""},
+            {"key": "D2", "resolved": True, "evidence": "the helper now exists",
+             "quote": "return store.get(key)"},
             {"key": "D1", "resolved": True, "evidence": "get() handles it", "quote": ""}]})
 
     async with ScriptedLLM(respond) as server:
-        engine, _ = llm_engine(server)
+        engine, _ = llm_engine(server, verify_below=VERIFY_ALL)
         result = await engine.review(ctx)
         [request] = [r for r in server.requests if "defect verifier" in system_text(r)]
     text = user_text(request)

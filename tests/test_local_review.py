@@ -205,3 +205,32 @@ def test_fixes_are_printed_and_written_as_a_patch_that_applies(repo, capsys, tmp
     second = review(repo, capsys)
     assert {d["rule"]: d["state"] for d in second["defects"]} == {
         "debug-print": "Resolved", "debugger-statement": "Resolved"}
+
+
+async def test_dropped_answers_are_counted_and_v_shows_the_models_warnings(repo, capsys,
+                                                                           monkeypatch):
+    from bench.scripted_llm import ScriptedLLM, system_text
+
+    _clear_llm_env(monkeypatch)
+    commit(repo, DIV, "add div")
+    outside = json.dumps({"findings": [{
+        "path": "calc.py", "line_start": 90, "line_end": 99, "description": "x is unused",
+        "type": "F.2", "severity": "Major", "confidence": 0.9}]})
+
+    def respond(request):
+        return "- adds div" if "walkthrough" in system_text(request) else outside
+
+    args = ["review", "--repo", str(repo), "--base", "main", "--model", "openai/x",
+            "--format", "json"]
+    async with ScriptedLLM(respond) as llm:
+        monkeypatch.setenv("ROUNDWISE_API_BASE", llm.url)
+        assert await asyncio.to_thread(main, args) == 0
+        quiet = capsys.readouterr().err
+        commit(repo, DIV + "# more\n", "more")
+        llm.responder = lambda request: "this is not JSON"
+        assert await asyncio.to_thread(main, args + ["-v"]) == 0
+        loud = capsys.readouterr().err
+    assert "dropped this round: outside_diff 1 (-v shows each)" in quiet
+    assert "dropped this round: malformed 1" in loud
+    assert "still unusable after one repair" in loud  # the model's warning, shown with -v
+    assert "still unusable" not in quiet

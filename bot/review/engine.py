@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from tracker.anchors import DiffMap, excerpt, fingerprint
@@ -102,6 +102,7 @@ class Usage:
     cost: float = 0.0
     calls: int = 0
     cached: int = 0  # answers served from the on-disk cache (no tokens spent)
+    failed: int = 0  # model calls that got no answer (after retries, and once more later)
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
@@ -109,6 +110,7 @@ class Usage:
         self.cost += other.cost
         self.calls += other.calls
         self.cached += other.cached
+        self.failed += other.failed
 
 
 @dataclass
@@ -177,6 +179,30 @@ class DiffLines:
     def paths(self) -> set[str]:
         return set(self.right)
 
+    def fit(self, finding: Finding) -> Finding:
+        """``finding`` where a comment can sit, when a model wrote it loosely: a diff-style
+        ``a/``/``b/`` prefix dropped, and a span wider than the changed lines (a whole file, a
+        whole function) clamped to the first run of the diff's lines inside it."""
+        path = finding.path
+        if path is None:
+            return finding
+        if path not in self.right and path[:2] in ("a/", "b/") and path[2:] in self.right:
+            finding = replace(finding, path=path[2:])
+        if finding.line_start is None or finding.path not in self.right:
+            return finding
+        lines = self.left[finding.path] if finding.side == "LEFT" else self.right[finding.path]
+        start, end = finding.line_start, finding.line_end
+        if start in lines and end in lines:
+            return finding
+        inside = [n for n in range(start, end + 1) if n in lines]
+        if not inside:
+            return finding  # nothing of it in the diff: dropped as outside it
+        last = inside[0]
+        while last + 1 in lines and last + 1 <= end:
+            last += 1
+        # a fix was written for the lines the model named, not for these
+        return replace(finding, line_start=inside[0], line_end=last, fix=None, quote=None)
+
     def valid(self, finding: Finding) -> str | None:
         """None when the finding can be posted where it is, else the reason it cannot."""
         if finding.path is None:
@@ -239,6 +265,7 @@ class Engine:
         kept: dict[tuple[str | None, bool], list[Finding]] = {}  # (path, anchored) -> new
         unanchored: list[Finding] = []
         for finding in raw:
+            finding = postable.fit(finding)
             if finding.rule == "missing-tests" and not ctx.settings.require_tests:
                 result.notes.append(finding.description)  # a nudge, not a tracked defect
                 result.dropped["tests_not_required"] += 1
@@ -355,7 +382,12 @@ class Engine:
                             key=lambda pair: pair[1].confidence)  # the least sure first
         if not candidates:
             return
-        verdicts, usage = await self.verifier.verify(ctx, candidates)
+        counted = getattr(self.verifier, "verify_counted", None)
+        if counted is not None:  # the LLM verifier says what it could not use, by reason
+            verdicts, usage, dropped = await counted(ctx, candidates)
+            result.dropped.update({f"verify_{k}": v for k, v in dropped.items()})
+        else:
+            verdicts, usage = await self.verifier.verify(ctx, candidates)
         result.usage.add(usage)
         by_verdict = {v.key: v for v in verdicts}
         result.decisions = [apply_verdict(d, by_verdict.get(d.key)) for d in result.decisions]
@@ -405,6 +437,13 @@ def _as_defect(f: Finding) -> Defect:
     return Defect(key="", description=f.description, origin=f.origin, state=State.NEW,
                   raised_round=0, state_round=0, path=f.path, line_start=f.line_start,
                   line_end=f.line_end, rule=f.rule)
+
+
+def model_silence_note(number: int, usage: Usage) -> str:
+    """What the summary and the check run say when model calls got no answer."""
+    asked = usage.calls + usage.failed
+    return (f"The model did not answer in round {number} ({usage.failed} of {asked} call(s) "
+            "got no answer, each retried): this round was tracked from the code only.")
 
 
 def offline_engine() -> Engine:

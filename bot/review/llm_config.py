@@ -29,6 +29,9 @@ LLM_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_MAX_PROMPT_TOKENS": ("prompt budget per call; larger diffs are split by file",
                                     "24000"),
     "ROUNDWISE_LLM_CACHE": ("folder for an on-disk cache of LLM answers", "unset"),
+    "ROUNDWISE_VERIFY_BELOW": (("the model verifies only the tracker's decisions less sure "
+                                "than this (rule confidence, 0..1; above 1 = all of them)"),
+                               "0.5"),
 }
 
 
@@ -59,6 +62,9 @@ class LLMConfig:
     max_calls: int = 4  # detection calls per round at most (the diff is split by file)
     verify_batch: int = 5  # tracked defects per verification call at most
     min_confidence: float = 0.5  # findings the model is less sure of are dropped
+    # Only the tracker's candidate decisions whose rule confidence is below this go to the
+    # verifier: a model may not overturn a sure, evidence-backed ruling.
+    verify_below: float = 0.5
     concurrency: int = 4
     cache_dir: str | None = None
 
@@ -83,6 +89,7 @@ class LLMConfig:
             "cache_dir": environ.get("ROUNDWISE_LLM_CACHE") or None,
             "timeout": _env_number(environ, "ROUNDWISE_LLM_TIMEOUT", float),
             "max_prompt_tokens": _env_number(environ, "ROUNDWISE_MAX_PROMPT_TOKENS", int),
+            "verify_below": _env_number(environ, "ROUNDWISE_VERIFY_BELOW", float),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not values["model"]:

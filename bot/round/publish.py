@@ -19,6 +19,7 @@ from tracker.models import Decision, Defect, Finding, SignalKind
 
 from .. import render, summary
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
+from ..review.engine import model_silence_note
 from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
 from .threads import sync_threads
@@ -150,6 +151,8 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
         shown = RoundPlan.from_json(saved) if saved else None
         record = record or (shown.posted if shown else None)
     notes = []
+    if shown and shown.usage.failed:  # never a silent round without the model
+        notes.append(f"⚠️ {model_silence_note(number, shown.usage)}")
     if record and record.not_inline:
         notes.append("GitHub would not take these as inline comments: "
                      + ", ".join(record.not_inline) + ".")

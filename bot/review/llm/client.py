@@ -20,6 +20,7 @@ from typing import Any
 
 import litellm
 
+from ... import metrics
 from ..engine import Usage
 from ..llm_config import LLMConfig
 from .parse import OutputError
@@ -33,7 +34,14 @@ log = logging.getLogger(__name__)
 litellm.suppress_debug_info = True
 
 class LLMError(RuntimeError):
-    """The model could not be reached (after retries and the fallback model)."""
+    """The model could not be reached (after retries and the fallback model).
+
+    ``transient`` when the last failure was one a later try may not meet (a timeout, a lost
+    connection, a 5xx or 429), not a request the server refuses."""
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass
@@ -53,6 +61,7 @@ class JsonAnswer:
     value: Any
     usage: Usage = field(default_factory=Usage)
     dropped: Counter = field(default_factory=Counter)
+    transient: bool = False  # no answer, for a reason a later try may not meet
 
 
 _RETRYABLE = (litellm.Timeout, litellm.APIConnectionError, litellm.RateLimitError,
@@ -109,10 +118,17 @@ class LLMClient:
 
     # -- calls
 
-    async def complete(self, messages: list[dict]) -> Completion:
-        """The model's answer to ``messages``; LLMError when no model could give one."""
+    async def complete(self, messages: list[dict], *, json_mode: bool | None = None,
+                       retries: int | None = None) -> Completion:
+        """The model's answer to ``messages``; LLMError when no model could give one.
+
+        ``json_mode`` (default: the configuration's) asks the server for a JSON object
+        (``response_format``); a caller that wants prose must say False, since servers that
+        honour JSON mode answer nothing else.
+        """
         messages = self._redact(messages)
-        key = self._cache_key(messages)
+        json_mode = self.config.json_mode if json_mode is None else json_mode
+        key = self._cache_key(messages, json_mode)
         cached = self._cache_get(key)
         if cached is not None:
             self.stats["cached"] += 1
@@ -126,24 +142,27 @@ class LLMClient:
                 log.warning("LLM %s failed (%s); trying fallback %s", models[0],
                             type(last).__name__, model)
             try:
-                completion = await self._with_retries(model, messages)
+                completion = await self._with_retries(model, messages, json_mode, retries)
             except Exception as exc:  # noqa: BLE001 - any failure moves on to the fallback
                 last = exc
                 continue
             self._cache_put(key, completion.text)
             return completion
         self.stats["failures"] += 1
+        metrics.LLM_FAILURES.labels(error=type(last).__name__).inc()
         raise LLMError(f"no answer from {', '.join(models)}: {type(last).__name__}: "
-                       f"{str(last)[:200]}")
+                       f"{str(last)[:200]}", transient=last is not None and _retryable(last))
 
-    async def _with_retries(self, model: str, messages: list[dict]) -> Completion:
+    async def _with_retries(self, model: str, messages: list[dict], json_mode: bool,
+                            retries: int | None = None) -> Completion:
+        retries = self.config.retries if retries is None else retries
         attempt = 0
         while True:
             try:
                 async with self._limit():
-                    return await self._call(model, messages)
+                    return await self._call(model, messages, json_mode)
             except Exception as exc:
-                if not _retryable(exc) or attempt >= self.config.retries:
+                if not _retryable(exc) or attempt >= retries:
                     raise
                 self.stats["retries"] += 1
                 delay = self.config.backoff * (2 ** attempt)
@@ -152,7 +171,7 @@ class LLMClient:
                 attempt += 1
                 await asyncio.sleep(delay)
 
-    async def _call(self, model: str, messages: list[dict]) -> Completion:
+    async def _call(self, model: str, messages: list[dict], json_mode: bool) -> Completion:
         kwargs: dict[str, Any] = {
             "model": model, "messages": messages, "timeout": self.config.timeout,
             "temperature": self.config.temperature, "max_retries": 0,
@@ -168,7 +187,7 @@ class LLMClient:
                 # A local OpenAI-compatible server often wants no key, but litellm's OpenAI
                 # client refuses to call without one.
                 kwargs["api_key"] = "no-key"
-        if self.config.json_mode:
+        if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
             kwargs["drop_params"] = True
         self.stats["calls"] += 1
@@ -180,7 +199,8 @@ class LLMClient:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost=_cost(response), calls=1), model)
 
-    async def complete_json(self, messages: list[dict], parse: Callable[[str], Any]) -> JsonAnswer:
+    async def complete_json(self, messages: list[dict], parse: Callable[[str], Any], *,
+                            retries: int | None = None) -> JsonAnswer:
         """Ask, parse with ``parse`` (raising OutputError when invalid), repair exactly once.
 
         The answer's value is None when the model could not be reached (``llm_error``) or its
@@ -188,10 +208,12 @@ class LLMClient:
         """
         answer = JsonAnswer(None)
         try:
-            first = await self.complete(messages)
+            first = await self.complete(messages, retries=retries)
         except LLMError as exc:
             log.warning("%s", exc)
             answer.dropped["llm_error"] += 1
+            answer.usage.failed += 1
+            answer.transient = exc.transient
             return answer
         answer.usage.add(first.usage)
         try:
@@ -212,6 +234,20 @@ class LLMClient:
             answer.dropped["malformed"] += 1
         return answer
 
+    async def all_json(self, calls: list[list[dict]],
+                       parse: Callable[[str], Any]) -> list[JsonAnswer]:
+        """``complete_json`` for every call at once; the calls that got no answer are asked
+        once more after the others finished (one at a time, one attempt each), so a model
+        that was only busy or slow for a moment still answers the round."""
+        answers = list(await asyncio.gather(*(self.complete_json(m, parse) for m in calls)))
+        for i, messages in enumerate(calls):
+            if not answers[i].transient:
+                continue
+            self.stats["retried_later"] += 1
+            log.warning("LLM call %d of %d got no answer; asking once more", i + 1, len(calls))
+            answers[i] = await self.complete_json(messages, parse, retries=0)
+        return answers
+
     # -- hygiene and cache
 
     def _redact(self, messages: list[dict]) -> list[dict]:
@@ -222,8 +258,11 @@ class LLMClient:
         return [{**m, "content": str(m.get("content") or "").replace(key, "[redacted]")}
                 for m in messages]
 
-    def _cache_key(self, messages: list[dict]) -> str:
-        blob = json.dumps({"model": self.config.model, "messages": messages}, sort_keys=True)
+    def _cache_key(self, messages: list[dict], json_mode: bool = True) -> str:
+        asked = {"model": self.config.model, "messages": messages}
+        if not json_mode:  # a prose answer is another answer (JSON-mode keys stay as they were)
+            asked["json_mode"] = False
+        blob = json.dumps(asked, sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _cache_get(self, key: str) -> str | None:

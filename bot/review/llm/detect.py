@@ -4,7 +4,6 @@ budget, with the ledger's tracked defects listed so they are not raised again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from ..prompt_context import ContextProvider
 from .client import LLMClient
 from .diffs import FileDiff, annotated, file_priority
 from .fixes import checked_fix
-from .parse import parse_findings
+from .parse import echoes, parse_findings
 from .prompts import (
     MAX_BODY_CHARS,
     MAX_CODE_LINES,
@@ -68,8 +67,7 @@ class LLMDetector:
     async def detect(self, ctx: RoundContext) -> Detection:
         plan = self.plan(ctx)
         detection = Detection([], dropped=Counter(plan.dropped))
-        answers = await asyncio.gather(*(self.client.complete_json(m, parse_findings)
-                                         for m in plan.calls))
+        answers = await self.client.all_json(plan.calls, parse_findings)
         floor = self.client.config.min_confidence
         for answer in answers:
             detection.usage.add(answer.usage)
@@ -81,6 +79,8 @@ class LLMDetector:
             for finding in findings:
                 if finding.confidence < floor:
                     detection.dropped["low_confidence"] += 1
+                elif echoes(finding.description, self.system):
+                    detection.dropped["echoes_prompt"] += 1  # the answer shape pasted back
                 else:
                     checked = checked_fix(finding, ctx.files)
                     if checked.fix is None and finding.fix is not None:

@@ -78,6 +78,9 @@ def normalise_type(value: Any) -> str:
         nearest = [t for t in MCR_TYPES if t.startswith(code + ".")]
         if nearest:
             return nearest[0]
+        parent = code.rsplit(".", 1)[0]  # a sub-type the taxonomy does not have: F.3.1 -> F.3
+        if parent in MCR_TYPES:
+            return parent
     lowered = text.lower()
     for key, label in MCR_TYPES.items():
         if lowered and (lowered == label.lower() or lowered in label.lower().split(" & ")):
@@ -103,6 +106,21 @@ def _confidence(value: Any) -> float:
     return min(max(number, 0.0), 1.0)
 
 
+_LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:\s*-\s*(?P<end>\d+))?$")
+
+
+def split_location(text: str) -> tuple[str, tuple[int, int] | None]:
+    """A path as models write it (``app/x.py:8``, ``app/x.py:5-14``, ``./app/x.py``), split
+    into the path and the lines it names, if any."""
+    path = text.strip().strip("`").strip().removeprefix("./")
+    match = _LOCATION.match(path)
+    if not match:
+        return path, None
+    start = int(match["start"])
+    end = int(match["end"]) if match["end"] else start
+    return match["path"].removeprefix("./"), (min(start, end), max(start, end))
+
+
 def finding_from_item(item: Any) -> Finding:
     """A bot Finding from one answer item; ItemError when it cannot be used."""
     if not isinstance(item, dict):
@@ -110,9 +128,14 @@ def finding_from_item(item: Any) -> Finding:
     path = item.get("path")
     if not isinstance(path, str) or not path.strip():
         raise ItemError("missing path")
-    path = path.strip().removeprefix("./")
-    start = _int(item.get("line_start", item.get("line")), "line_start")
-    end = _int(item["line_end"], "line_end") if item.get("line_end") is not None else start
+    path, at = split_location(path)
+    if at is not None:
+        # Lines written into the path win: a small model put the real ones there and copied
+        # the answer shape's example numbers (42, 43) into line_start and line_end.
+        start, end = at
+    else:
+        start = _int(item.get("line_start", item.get("line")), "line_start")
+        end = _int(item["line_end"], "line_end") if item.get("line_end") is not None else start
     description = item.get("description")
     if not isinstance(description, str) or not description.strip():
         raise ItemError("missing description")
@@ -155,6 +178,27 @@ def _bool(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     raise ItemError("resolved must be true or false")
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+ECHO_SHARE = 0.6  # this share of a field's word triples found in the prompt: it is an echo
+
+
+def echoes(text: str | None, prompt: str) -> bool:
+    """Whether a field the model filled is the prompt's own wording (an instruction or the
+    answer shape's placeholder pasted back) rather than an answer.
+
+    Small models paste the shape's placeholder (``the line(s) of current code that show it,
+    copied exactly...``) into the field it describes; such text is no evidence. A field counts
+    as an echo when it has at least four words and most of its word triples are in ``prompt``.
+    """
+    words = _WORD.findall((text or "").lower())
+    if len(words) < 4:
+        return False
+    source = _WORD.findall(prompt.lower())
+    known = {tuple(source[i:i + 3]) for i in range(len(source) - 2)}
+    triples = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    return sum(t in known for t in triples) >= ECHO_SHARE * len(triples)
 
 
 def parse_verdicts(text: str) -> tuple[list[dict], Counter]:

@@ -4,7 +4,6 @@ code; people's claims go in as claims to check, never as evidence.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 
@@ -25,7 +24,7 @@ from ..prompt_context import ContextProvider
 from .client import LLMClient
 from .detect import _location
 from .diffs import FileDiff, annotated
-from .parse import parse_verdicts
+from .parse import echoes, parse_verdicts
 from .prompts import (
     CONTEXT_LINES,
     MAX_VERIFY_DIFF_LINES,
@@ -42,10 +41,17 @@ from .prompts import (
 class LLMVerifier:
     """Confirms or overturns the tracker's candidate decisions (implements ``Verifier``).
 
+    Only candidates the rules are unsure of (confidence below ``verify_below``) are asked
+    about, least sure first: a model may not overturn a sure, evidence-backed ruling. A verdict
+    that overturns a ruling must quote code that stands at the head.
+
     ``stats`` counts what could not be used: unreachable model (``llm_error``), answers still
     invalid after the repair (``malformed``), bad items, verdicts about keys that were not
-    asked (``unknown_key``) and verdicts whose quote is not in the code (``quote_not_in_code``).
-    In all those cases the tracker's own decision stands.
+    asked (``unknown_key``), verdicts whose quote is not in the code at the head
+    (``quote_not_in_code``), overturns that quote nothing (``overturn_without_quote``) and
+    verdicts that echo the prompt's own instructions (``echoes_prompt``). In all those cases
+    the tracker's own decision stands. ``verify_counted`` also returns one call's counts (the
+    engine reports them per round).
     """
 
     def __init__(self, client: LLMClient, batch: int | None = None):
@@ -55,25 +61,42 @@ class LLMVerifier:
         self.context = ContextProvider.from_env()  # repository context, within the budget
         self.stats: Counter = Counter()
 
+    def unsure(self, candidates: list[tuple[Defect, Decision]]) -> list[tuple[Defect, Decision]]:
+        """The candidates the model may be asked about, least sure first."""
+        below = self.client.config.verify_below
+        return sorted((pair for pair in candidates if pair[1].confidence < below),
+                      key=lambda pair: pair[1].confidence)
+
     async def verify(self, ctx: RoundContext,
                      candidates: list[tuple[Defect, Decision]]) -> tuple[list[Verdict], Usage]:
-        usage = Usage()
+        verdicts, usage, _dropped = await self.verify_counted(ctx, candidates)
+        return verdicts, usage
+
+    async def verify_counted(self, ctx: RoundContext, candidates: list[tuple[Defect, Decision]]
+                             ) -> tuple[list[Verdict], Usage, Counter]:
+        """``verify``, with what was dropped this time (by reason)."""
+        usage, dropped_here = Usage(), Counter()
+        candidates = self.unsure(candidates)
+        if not candidates:
+            return [], usage, dropped_here
         calls = self.plan(ctx, candidates)
-        answers = await asyncio.gather(*(self.client.complete_json(messages, parse_verdicts)
-                                         for messages, _ in calls))
+        answers = await self.client.all_json([m for m, _ in calls], parse_verdicts)
         verdicts: list[Verdict] = []
         for (_, group), answer in zip(calls, answers):
             usage.add(answer.usage)
-            self.stats.update(answer.dropped)
+            dropped_here.update(answer.dropped)
             if answer.value is None:
                 continue  # the rules' decisions stand
             items, dropped = answer.value
-            self.stats.update(dropped)
+            dropped_here.update(dropped)
             for item in items:
-                verdict = self._verdict(ctx, group.get(item["key"]), item)
+                verdict, reason = self._verdict(ctx, group.get(item["key"]), item)
                 if verdict is not None:
                     verdicts.append(verdict)
-        return verdicts, usage
+                else:
+                    dropped_here[reason] += 1
+        self.stats.update(dropped_here)
+        return verdicts, usage, dropped_here
 
     def plan(self, ctx: RoundContext,
              candidates: list[tuple[Defect, Decision]]) -> list[tuple[list[dict], dict]]:
@@ -135,22 +158,26 @@ class LLMVerifier:
                       type=defect.type)
 
     def _verdict(self, ctx: RoundContext, pair: tuple[Defect, Decision] | None,
-                 item: dict) -> Verdict | None:
+                 item: dict) -> tuple[Verdict | None, str]:
+        """The verdict to apply, or None and the reason it cannot be used."""
         if pair is None:
-            self.stats["unknown_key"] += 1
-            return None
+            return None, "unknown_key"
         defect, decision = pair
-        if item["quote"] and not _quote_found(ctx, decision.path or defect.path, item["quote"]):
-            self.stats["quote_not_in_code"] += 1
-            return None
+        if echoes(item["evidence"], self.system) or echoes(item["quote"], self.system):
+            return None, "echoes_prompt"
+        path = decision.path or defect.path
+        if item["quote"] and not _quote_found(ctx, path, item["quote"]):
+            return None, "quote_not_in_code"
         if item["resolved"]:
             state = State.RESOLVED
         else:
             state = State.REOPENED if decision.state is State.REOPENED else State.OPEN
+        if state is not decision.state and not item["quote"]:
+            return None, "overturn_without_quote"
         evidence = item["evidence"] or ("resolved" if item["resolved"] else "not resolved")
         if item["quote"]:
             evidence += f" (code: {' '.join(item['quote'].split())[:200]})"
-        return Verdict(defect.key, state, evidence, decided_by=DecidedBy.LLM)
+        return Verdict(defect.key, state, evidence, decided_by=DecidedBy.LLM), ""
 
 
 _CLAIMS = (SignalKind.AUTHOR_CLAIMS_FIXED, SignalKind.REVIEWER_DISPUTES,
@@ -165,9 +192,10 @@ _LINE_PREFIX = re.compile(r"^\s*L?\d+\s*\|\s?[+\- ]?\s?")
 
 
 def _quote_found(ctx: RoundContext, path: str | None, quote: str) -> bool:
-    """Whether every line of a verifier's quote stands in the file's current text or the diff."""
-    haystack = " ".join(normalise((ctx.files.get(path) or "") if path else "") +
-                        normalise(ctx.round_diff))
+    """Whether every line of a verifier's quote stands in the code at the head: the defect's
+    file, or any file of the round for a defect on no file (never the diff's removed lines)."""
+    texts = [ctx.files.get(path) or ""] if path else [t or "" for t in ctx.files.values()]
+    haystack = " ".join(" ".join(normalise(text)) for text in texts)
     haystack = " ".join(haystack.split())
     for line in quote.splitlines():
         wanted = " ".join(_LINE_PREFIX.sub("", line).split())

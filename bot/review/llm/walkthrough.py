@@ -6,6 +6,10 @@ so a resumed round does not ask again, and the client's answer cache keys it by 
 prompt), from the title, the description and the diff capped to a token budget. Its tokens are
 added to the round's usage like the review's. A failed call leaves the walkthrough out; it
 never fails the round.
+
+It asks for Markdown, so it is asked without the client's JSON mode (a server that honours
+``response_format`` answers a JSON object and nothing else: a small local model in JSON mode
+answered ``{"added": [...], "modified": [...]}``, which has no walkthrough in it).
 """
 
 from __future__ import annotations
@@ -40,10 +44,10 @@ class LLMWalkthrough:
                 f"<diff>\n{escape_data(cap_text(ctx.pr_diff, MAX_DIFF_CHARS))}\n</diff>")},
         ]
         try:
-            answer = await self.client.complete(messages)
+            answer = await self.client.complete(messages, json_mode=False)
         except LLMError as exc:
             log.warning("no walkthrough: %s", exc)
-            return None, Usage()
+            return None, Usage(failed=1)
         usage = answer.usage
         return _bullets(answer.text), usage
 
