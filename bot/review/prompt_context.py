@@ -53,7 +53,7 @@ def _attr(value: Any) -> str:
 
 def render_section(section: Section, start: int, end: int, code: str) -> str:
     """One section as a data block naming its file, lines and why it is there."""
-    from .llm import escape_data  # the detector's own neutralising of tag look-alikes
+    from .llm.prompts import escape_data  # the detector's own neutralising of tag look-alikes
 
     safe = _LOOKALIKE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), escape_data(code))
     return (f'<{BLOCK} file="{_attr(section.path)}" lines="{start}-{end}" '
@@ -132,7 +132,7 @@ class ContextProvider:
 
     def placed(self, ctx: RoundContext, paths: list[str], room: int, count_text) -> list[Placed]:
         """The context for the diff of ``paths`` that fits in ``room`` tokens."""
-        from .llm import authored_changes, file_priority
+        from .llm.diffs import authored_changes, file_priority
 
         wanted = set(paths)
         diff_files = sorted((fd for fd in authored_changes(ctx) if fd.path in wanted),

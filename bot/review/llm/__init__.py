@@ -32,8 +32,8 @@ from pathlib import Path
 from ..engine import Engine, OfflineDetector
 from ..llm_config import LLMConfig
 from .client import Completion, JsonAnswer, LLMClient, LLMError
-from .detect import LLMDetector, authored_changes
-from .diffs import FileDiff, Hunk, annotate_diff, file_priority
+from .detect import LLMDetector
+from .diffs import FileDiff, Hunk, annotate_diff, authored_changes, file_priority
 from .parse import OutputError, finding_from_item, parse_findings, parse_verdicts
 from .prompts import escape_data, prompt_text
 from .verify import LLMVerifier

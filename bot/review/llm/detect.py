@@ -15,7 +15,7 @@ from ..engine import Detection, RoundContext
 from ..paths import PathRule, instructions_for
 from ..prompt_context import ContextProvider
 from .client import LLMClient
-from .diffs import FileDiff, annotated, file_priority
+from .diffs import FileDiff, authored_changes, file_priority, location
 from .fixes import checked_fix
 from .parse import echoes, parse_findings
 from .prompts import (
@@ -182,33 +182,6 @@ class LLMDetector:
         return out
 
 
-def authored_changes(ctx: RoundContext) -> list[FileDiff]:
-    """The round diff's hunks that belong to the pull request.
-
-    When the branch merged its target between rounds, the diff between the two heads also
-    holds the target's changes; a hunk is kept only when it adds a line the PR diff (base..head)
-    also adds, or only removes lines in a file the PR touches.
-    """
-    if not ctx.round_diff.strip():  # a fresh review of the same head: the whole PR
-        return annotated(ctx, ctx.pr_diff)
-    files = annotated(ctx, ctx.round_diff)
-    if ctx.round_diff == ctx.pr_diff:
-        return files
-    try:
-        pr = ctx.patches.map(ctx.pr_diff)
-    except DiffError:
-        return files
-    out = []
-    for fd in files:
-        if fd.path not in pr.new_files:
-            continue
-        ours = {line for line, _ in pr.added_lines(fd.path)}
-        keep = [i for i, hunk in enumerate(fd.hunks) if hunk.added & ours or not hunk.added]
-        if keep:
-            out.append(fd if len(keep) == len(fd.hunks) else fd.only(keep))
-    return out
-
-
 def _pack(pieces: list[Piece], room: int, max_calls: int) -> tuple[list[list[Piece]], list[Piece]]:
     """First-fit the pieces (in priority order) into at most ``max_calls`` calls."""
     batches: list[list[Piece]] = []
@@ -260,14 +233,14 @@ def tracked_block(ctx: RoundContext) -> str:
 
 def _tracked_defect(ctx: RoundContext, defect: Defect, path: str | None, start: int, end: int,
                     touched: bool) -> str:
-    location = defect.location() if path is None else _location(path, start, end)
+    where = defect.location() if path is None else location(path, start, end)
     body = [data_block("description", escape_data(cap_text(defect.description, MAX_DESCRIPTION_CHARS)))]
     if defect.state.unresolved and touched and start:
         code = _numbered(ctx.files.get(path), start, min(end, start + MAX_CODE_LINES - 1))
         if code:
             body.append(data_block("current_code", escape_data(code)))
     return data_block("defect", "\n".join(body), key=defect.key, state=defect.state,
-                  location=location, type=defect.type, severity=defect.severity)
+                  location=where, type=defect.type, severity=defect.severity)
 
 
 def _current_anchor(defect: Defect, diff: DiffMap | None) -> tuple[str | None, int, int]:
@@ -284,10 +257,6 @@ def _current_anchor(defect: Defect, diff: DiffMap | None) -> tuple[str | None, i
     if mapped.anchor is None:
         return None, 0, 0
     return mapped.anchor.path, mapped.anchor.start, mapped.anchor.end
-
-
-def _location(path: str, start: int, end: int) -> str:
-    return f"{path}:{start}" if start == end else f"{path}:{start}-{end}"
 
 
 def discussion_block(discussion: list[dict]) -> str:

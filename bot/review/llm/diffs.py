@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import unidiff
 
+from tracker.anchors import DiffError
 from tracker.gitpath import file_path
 from tracker.paths import is_docs_path, is_generated_path, is_test_path
 
@@ -113,3 +114,35 @@ def file_priority(fd: FileDiff) -> tuple[int, int, str]:
     else:
         kind = 0
     return kind, -fd.added, fd.path
+
+
+def location(path: str, start: int, end: int) -> str:
+    """``path:start`` or ``path:start-end``, as the prompts name a place."""
+    return f"{path}:{start}" if start == end else f"{path}:{start}-{end}"
+
+
+def authored_changes(ctx: RoundContext) -> list[FileDiff]:
+    """The round diff's hunks that belong to the pull request.
+
+    When the branch merged its target between rounds, the diff between the two heads also
+    holds the target's changes; a hunk is kept only when it adds a line the PR diff (base..head)
+    also adds, or only removes lines in a file the PR touches.
+    """
+    if not ctx.round_diff.strip():  # a fresh review of the same head: the whole PR
+        return annotated(ctx, ctx.pr_diff)
+    files = annotated(ctx, ctx.round_diff)
+    if ctx.round_diff == ctx.pr_diff:
+        return files
+    try:
+        pr = ctx.patches.map(ctx.pr_diff)
+    except DiffError:
+        return files
+    out = []
+    for fd in files:
+        if fd.path not in pr.new_files:
+            continue
+        ours = {line for line, _ in pr.added_lines(fd.path)}
+        keep = [i for i, hunk in enumerate(fd.hunks) if hunk.added & ours or not hunk.added]
+        if keep:
+            out.append(fd if len(keep) == len(fd.hunks) else fd.only(keep))
+    return out

@@ -22,8 +22,7 @@ from tracker.models import (
 from ..engine import RoundContext, Usage
 from ..prompt_context import ContextProvider
 from .client import LLMClient
-from .detect import _location
-from .diffs import FileDiff, annotated
+from .diffs import FileDiff, annotated, location
 from .parse import echoes, parse_verdicts
 from .prompts import (
     CONTEXT_LINES,
@@ -140,7 +139,7 @@ class LLMVerifier:
             shown = _numbered(text, lo, hi) if text is not None else ""
             parts.append(data_block("current_code", escape_data(shown or "(this code no longer "
                                                             "exists at the new head)"),
-                                location=_location(path, lo, max(hi, lo))))
+                                location=location(path, lo, max(hi, lo))))
             if path in files:
                 near = files[path].around(start, end, NEAR_DIFF_LINES, MAX_VERIFY_DIFF_LINES)
                 if near:

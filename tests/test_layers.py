@@ -1,0 +1,80 @@
+"""The house plan holds: no module imports itself back through others.
+
+Every import between the project's own modules counts, at module level or inside a function
+(a lazy import still ties the two rooms together), relative or absolute. ``from a.b import c``
+is an edge to the module ``a.b.c`` when it exists, else to ``a.b``. The one-way layers
+(tracker → bot → bench → roundwise) are ``test_surface.test_layers_point_one_way``'s.
+"""
+
+from __future__ import annotations
+
+import ast
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tracker", "bot", "bench", "roundwise")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _known(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wanted = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here[: len(here) - node.level + 1] + [node.module or ""]
+                                if node.level else [node.module or ""]).strip(".")
+                wanted = [f"{base}.{alias.name}" for alias in node.names] + [base]
+                wanted = wanted[:-1] if any(w in modules for w in wanted[:-1]) else wanted
+            else:
+                continue
+            for target in wanted:
+                found = _known(target, modules)
+                if found and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    assert len(graph) > 100  # the walk found the project
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        raise AssertionError(f"import cycle: {' -> '.join(exc.args[1])}") from None
+
+
+def test_the_check_sees_a_lazy_import_cycle(tmp_path, monkeypatch):
+    graph = {"tracker.a": {"tracker.b"}, "tracker.b": {"tracker.a"}}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError:
+        return
+    raise AssertionError("a two-module cycle must be reported")
+
+
+def test_a_function_level_import_is_an_edge():
+    graph = import_graph()
+    # bot.review.prompt_context reads the prompt helpers lazily, from their own modules
+    assert "bot.review.llm.prompts" in graph["bot.review.prompt_context"]
+    assert "bot.review.llm" not in graph["bot.review.prompt_context"]
