@@ -9,7 +9,7 @@ import unidiff
 from bench.scripted_llm import ScriptedLLM
 from bot.review.llm import build_llm_engine
 
-from .test_llm_reviewer import config, second_round_with_tracked_defect
+from .test_llm_reviewer import VERIFY_ALL, config, second_round_with_tracked_defect
 
 
 async def test_an_llm_round_parses_each_diff_once_per_shape(monkeypatch):
@@ -25,7 +25,8 @@ async def test_an_llm_round_parses_each_diff_once_per_shape(monkeypatch):
     ctx = second_round_with_tracked_defect()
     assert ctx.pr_diff != ctx.round_diff
     async with ScriptedLLM() as server:
-        engine = build_llm_engine(config(server))  # static checks, LLM detection, verifier
+        # static checks, LLM detection, and a verifier asked about every candidate
+        engine = build_llm_engine(config(server, verify_below=VERIFY_ALL))
         result = await engine.review(ctx)
         verified = [r for r in server.requests if "verifier" in str(r["messages"][0])]
     assert verified and result.decisions  # the verifier and the tracker both read the diffs
