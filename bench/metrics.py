@@ -35,6 +35,7 @@ class TrackPair:
     before: str  # label at t-1
     gold: str  # label at t
     answer: str | None
+    confidence: float | None = None  # of the decision behind ``answer``, when known
 
     @property
     def live(self) -> bool:
@@ -80,7 +81,23 @@ def tracking_scores(pairs: list[TrackPair]) -> dict:
         "untracked": sum(1 for p in live if p.answer is None),
         "settled_n": len(settled),
         "settled_errors": settled_errors,
+        **sure_scores(live, correct),
     }
+
+
+def sure_scores(live: list[TrackPair], correct: list[bool]) -> dict:
+    """Of the live pairs whose decision's confidence is known: the share below
+    ``tracker.calibration.SURE`` (unsure, shown as such on the PR) and the accuracy on the
+    rest. Nothing when no confidence is known."""
+    from tracker.calibration import unsure
+
+    known = [(p, ok) for p, ok in zip(live, correct) if p.confidence is not None]
+    if not known:
+        return {}
+    sure = [ok for p, ok in known if not unsure(p.confidence)]
+    return {"unsure_share": round(1 - len(sure) / len(known), 4),
+            "sure_accuracy": round(sum(sure) / len(sure), 4) if sure else None,
+            "sure_n": len(sure)}
 
 
 def settled_ok(pair: TrackPair) -> bool:

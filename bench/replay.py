@@ -258,6 +258,8 @@ def collect(ledger: Ledger, task: Task, repo: str, number: int, t: int, ids: dic
     defects, tokens = [], {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
     if pr is not None:
         history = ledger.states_by_round(pr["id"])
+        decided = {d.get("key"): d for d in (ledger.plan(pr["id"], t) or {}).get("decisions")
+                   or []}
         for d in ledger.defects(pr["id"]):
             states = history.get(d.key, {})
             state = _state_at(states, t)
@@ -270,6 +272,9 @@ def collect(ledger: Ledger, task: Task, repo: str, number: int, t: int, ids: dic
                 "severity": d.severity, "origin": d.origin.value, "raised_round": d.raised_round,
                 "comment_ids": sorted(back[c] for c in d.comment_ids if c in back),
                 "rule": d.rule,
+                # the round's decision's confidence, while the state is still that decision's
+                "decision_confidence": decided[d.key].get("confidence")
+                if d.key in decided and decided[d.key].get("state") == state else None,
             })
         row = ledger.round(pr["id"], t)
         if row:

@@ -379,13 +379,13 @@ def _track_pair(task: Task, card: dict, t: int, rs: RoundScore,
     if not ids and not earlier:
         return None  # never told to the system (no comment raised it) and never found by it
     defects = rs.record.get("defects") or []
-    answer = next((d.get("state") for d in defects if ids & set(d.get("comment_ids") or [])),
-                  None)
-    if answer is None and earlier:
+    found = next((d for d in defects if ids & set(d.get("comment_ids") or [])), None)
+    if found is None and earlier:
         key = earlier[-1][1]
-        answer = next((d.get("state") for i, d in enumerate(defects)
-                       if finding_key(d, i) == key), None)
-    return TrackPair(task.task_id, str(card.get("id")), t, states[t - 2], states[t - 1], answer)
+        found = next((d for i, d in enumerate(defects) if finding_key(d, i) == key), None)
+    return TrackPair(task.task_id, str(card.get("id")), t, states[t - 2], states[t - 1],
+                     found.get("state") if found else None,
+                     found.get("decision_confidence") if found else None)
 
 
 def _aacr(rounds: list[RoundScore]) -> dict:

@@ -71,7 +71,8 @@ class Replay:
                 if before is None or gold is None:
                     continue
                 answer = self.answers.get(t, {}).get(key) if key else None
-                out.append(TrackPair(self.task.task_id, card["id"], t, before, gold, answer))
+                out.append(TrackPair(self.task.task_id, card["id"], t, before, gold, answer,
+                                     self.confidence.get(t, {}).get(key) if key else None))
         return out
 
 
@@ -227,19 +228,4 @@ def score_replays(replays: list[Replay]) -> dict:
     pairs = [p for r in replays for p in r.pairs()]
     scores = tracking_scores(pairs)
     scores["tasks"] = len(replays)
-    scores.update(sure_scores(replays))
     return scores
-
-
-def sure_scores(replays: list[Replay]) -> dict:
-    """Live pairs the tracker was unsure of (confidence below ``tracker.calibration.SURE``):
-    their share, and the accuracy on the rest (the sure part)."""
-    from tracker.calibration import unsure
-
-    from .metrics import live_class
-
-    decided = [(p, c) for r in replays for p, _, c in r.decisions() if p.live]
-    sure = [live_class(p.answer) == live_class(p.gold) for p, c in decided if not unsure(c)]
-    return {"unsure_share": round(1 - len(sure) / len(decided), 4) if decided else 0.0,
-            "sure_accuracy": round(sum(sure) / len(sure), 4) if sure else None,
-            "sure_n": len(sure)}
