@@ -67,3 +67,19 @@ def test_fit_tracking_runs_on_the_bundled_examples(capsys):
     assert fit_tracking.main(["--tasks", "bench/examples", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)["leave_one_repository_out"]
     assert result["decisions"] > 0 and 0 <= result["brier"] <= 1
+
+
+def test_tracking_scores_report_the_unsure_share_and_the_accuracy_when_sure():
+    from bench.metrics import TrackPair, tracking_scores
+
+    pairs = [TrackPair("t", "D1", 2, "New", "Open", "Open", 0.9),  # sure, right
+             TrackPair("t", "D2", 2, "New", "Resolved", "Open", 0.4),  # unsure, wrong
+             TrackPair("t", "D3", 2, "Open", "Resolved", "Resolved", 0.8),  # sure, right
+             TrackPair("t", "D4", 2, "Open", "Open", "Resolved", 0.7),  # unsure, wrong
+             TrackPair("t", "D5", 2, "New", "Open", "Open", None),  # not known: left out
+             TrackPair("t", "D6", 3, "Resolved", "Resolved", "Resolved", 0.2)]  # settled
+    scores = tracking_scores(pairs)
+    assert scores["unsure_share"] == 0.5 and scores["sure_accuracy"] == 1.0
+    assert scores["sure_n"] == 2
+    assert "unsure_share" not in tracking_scores([TrackPair("t", "D1", 2, "New", "Open",
+                                                            "Open")])
