@@ -25,7 +25,8 @@ async def test_an_llm_round_parses_each_diff_once_per_shape(monkeypatch):
     ctx = second_round_with_tracked_defect()
     assert ctx.pr_diff != ctx.round_diff
     async with ScriptedLLM() as server:
-        engine = build_llm_engine(config(server))  # static checks, LLM detection, verifier
+        # static checks, LLM detection, and the verifier asked about every candidate
+        engine = build_llm_engine(config(server, verify_below=1.01))
         result = await engine.review(ctx)
         verified = [r for r in server.requests if "verifier" in str(r["messages"][0])]
     assert verified and result.decisions  # the verifier and the tracker both read the diffs
