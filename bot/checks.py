@@ -176,15 +176,20 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _with_notice(out: dict, row: dict) -> dict:
-    """``out`` led by what the round's saved plan says went wrong: model calls that got no
-    answer (a round tracked from the code only must not look like any other)."""
+def _saved_plan(row: dict) -> dict:
+    """The round's saved plan from its row ({} when there is none or it cannot be read)."""
     plan = row.get("plan") or {}
     try:
         plan = json.loads(plan) if isinstance(plan, str | bytes) else plan
     except ValueError:
-        return out
-    usage = plan.get("usage") or {} if isinstance(plan, dict) else {}
+        return {}
+    return plan if isinstance(plan, dict) else {}
+
+
+def _with_notice(out: dict, row: dict) -> dict:
+    """``out`` led by what the round's saved plan says went wrong: model calls that got no
+    answer (a round tracked from the code only must not look like any other)."""
+    usage = _saved_plan(row).get("usage") or {}
     if not usage.get("failed"):
         return out
     from .review.engine import Usage, model_silence_note
@@ -241,9 +246,8 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
         return None
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
-    plan = await off_loop(store, store.plan, pr["id"], number)
     out = _with_notice(output(defects, fail_on, pr["repo"], head,
-                              decisions=(plan or {}).get("decisions") or []), row)
+                              decisions=_saved_plan(row).get("decisions") or []), row)
     notes = annotations(defects, fail_on)
     try:
         await forge.update_check_run(row["check_run_id"], {
@@ -312,8 +316,7 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
     defects = await off_loop(store, store.defects, pr["id"])
     result = conclusion(defects, fail_on)
     now = {d.key: str(d.state) for d in defects}
-    plan = await off_loop(store, store.plan, pr["id"], row["number"])
-    standing_decisions = [d for d in (plan or {}).get("decisions") or []
+    standing_decisions = [d for d in _saved_plan(row).get("decisions") or []
                           if now.get(d.get("key")) == d.get("state")]  # none a person changed
     out = _with_notice(output(defects, fail_on, pr["repo"], row["head_sha"],
                               decisions=standing_decisions), row)

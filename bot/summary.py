@@ -260,8 +260,7 @@ def _history(rows: list[Row], d: _Detail) -> list[str]:
         out += ["| id | state | severity | type | where | what | raised | last change |",
                 "|---|---|---|---|---|---|---|---|"]
         for r in done:
-            state = r.state + (" (ignored)" if r.ignored else "") if r.ignored \
-                else r.shown_state
+            state = f"{r.state} (ignored)" if r.ignored else r.shown_state
             out.append(f"| {r.key} | {state} | {r.severity} | {_type(r.type)} | "
                        f"`{_cell(_short_path(location(r)), 80)}` | {_cell(r.description, 100)} | "
                        f"R{r.raised} | R{r.last_change} |")
@@ -412,7 +411,8 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
                   _last_change(history.get(d.key, {})), d.ignored, d.fix,
                   sureness.get((d.key, str(d.state))))
         if plan is None:
-            change = _recorded_change(store, pr_id, d.key, number, history.get(d.key, {}))
+            change = _recorded_change(store, pr_id, d.key, number, history.get(d.key, {}),
+                                      sureness)
             if change is not None:
                 changes.append(change)
         decision = decisions.get(d.key)
@@ -449,7 +449,8 @@ def _stored_confidences(store, pr_id: int) -> dict[tuple[str, str], float]:
 
 
 def _recorded_change(store, pr_id: int, key: str, number: int,
-                     states: dict[int, str]) -> Change | None:
+                     states: dict[int, str],
+                     sureness: dict[tuple[str, str], float]) -> Change | None:
     """The last change of state the ledger recorded for ``key`` in round ``number``, if any:
     from the state just before it (a person correcting the round's own decision counts)."""
     if number not in states:
@@ -463,7 +464,7 @@ def _recorded_change(store, pr_id: int, key: str, number: int,
     return Change(key, before, last["state"], last["rule"], last["evidence"] or "",
                   last["decided_by"] or "rule",
                   None if (last["decided_by"] or "rule") == "human" else
-                  _stored_confidences(store, pr_id).get((key, last["state"])))
+                  sureness.get((key, last["state"])))
 
 
 def notes_to_show(store, pr_id: int, number: int, notes: list[str], rows: list[Row]) -> list[str]:
