@@ -78,6 +78,18 @@ def test_a_rename_on_the_line_leaves_the_flagged_construct_in_place():
     assert renamed_only(["f()"], ["g()"]) is None  # the whole line changed: not cosmetic
 
 
+def test_a_changed_keyword_or_type_is_an_edit_not_a_rename():
+    # osu-14571: "why was this changed" on `out var userId`, fixed by reverting to `out int`
+    old = {"Game.cs": "class G {\n  void F() {\n    if (int.TryParse(a, out var id))\n"
+                      "      Show(id);\n  }\n}\n"}
+    new = {"Game.cs": old["Game.cs"].replace("out var id", "out int id")}
+    d = comment_defect("why was this changed", "Game.cs", 3, old=old["Game.cs"])
+    decision = decide(d, old, new)
+    assert (decision.state, decision.rule) == (State.RESOLVED, "anchor-modified")
+    assert renamed_only(["out var id"], ["out int id"]) is None
+    assert renamed_only(["out var id, x"], ["out var key, x"]) == {"id": "key"}
+
+
 def test_a_rename_is_the_fix_when_the_comment_asks_for_it():
     old = {"m.py": "def f():\n    usr_cnt = count()\n    return usr_cnt + other\n"}
     new = {"m.py": "def f():\n    user_count = count()\n    return user_count + other\n"}

@@ -39,6 +39,15 @@ _LEX = re.compile(r"[A-Za-z_$][\w$]*|\d[\w.]*|\S")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _NAMING = re.compile(r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b",
                      re.IGNORECASE)
+_KEYWORDS = frozenset(
+    "var let const val final static public private protected internal readonly async await "
+    "int long short byte float double bool boolean char void string str bytes list dict set "
+    "tuple object any unknown never number bigint symbol undefined null nil None True False true "
+    "false new delete return yield throw raise if else elif for while do switch case break "
+    "continue try catch except finally with import from as is in not and or def function fn "
+    "class struct enum interface extends implements override virtual abstract sealed ref out "
+    "this self super typeof instanceof sizeof unsigned signed auto register volatile extern "
+    "inline constexpr".split())
 SUGGESTION_WINDOW = 10  # an applied suggestion stands within this many lines of the anchor
 MAX_SCOPE_LINES = 400  # a "scope" larger than this (a whole class) is not the comment's scope
 
@@ -361,6 +370,8 @@ def renamed_only(removed: list[str], added: list[str]) -> dict[str, str] | None:
                 continue
             if not (_IDENT.fullmatch(x) and _IDENT.fullmatch(y)) or names.get(x, y) != y:
                 return None
+            if x in _KEYWORDS or y in _KEYWORDS:
+                return None  # a keyword or built-in type changed: the construct changed
             names[x] = y
     if not names or kept < 2 * len(names):
         return None  # too little of the line stays the same to call it the same construct
