@@ -90,6 +90,19 @@ def test_a_changed_keyword_or_type_is_an_edit_not_a_rename():
     assert renamed_only(["out var id, x"], ["out var key, x"]) == {"id": "key"}
 
 
+def test_words_changed_inside_a_string_are_an_edit_not_a_rename():
+    # Leaflet-8420: a typo fixed in a test's name ("befor" -> "before") was read as a rename
+    old = {"spec.js": 'describe("x", function () {\n\tit("throws if map is not set befor", '
+                      'function () {\n\t\trun();\n\t});\n});\n'}
+    new = {"spec.js": old["spec.js"].replace("set befor", "set before")}
+    d = comment_defect('```suggestion\n\tit("throws if view is not set before", function () {'
+                       '\n```', "spec.js", 2, old=old["spec.js"])
+    decision = decide(d, old, new)
+    assert (decision.state, decision.rule) == (State.RESOLVED, "anchor-modified")
+    assert renamed_only(['f("a b")'], ['f("a c")']) is None
+    assert renamed_only(['f("a b", x, y)'], ['g("a b", x, y)']) == {"f": "g"}
+
+
 def test_a_rename_is_the_fix_when_the_comment_asks_for_it():
     old = {"m.py": "def f():\n    usr_cnt = count()\n    return usr_cnt + other\n"}
     new = {"m.py": "def f():\n    user_count = count()\n    return user_count + other\n"}

@@ -35,7 +35,7 @@ from .roundcache import per_text
 from .scope import definition, enclosing, file_tokens, lines_of, tokens
 from .subject import Subject, read_subject
 
-_LEX = re.compile(r"[A-Za-z_$][\w$]*|\d[\w.]*|\S")
+_LEX = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`\n]*`|[A-Za-z_$][\w$]*|\d[\w.]*|\S')
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _NAMING = re.compile(r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b",
                      re.IGNORECASE)
