@@ -103,6 +103,18 @@ def test_words_changed_inside_a_string_are_an_edit_not_a_rename():
     assert renamed_only(['f("a b", x, y)'], ['g("a b", x, y)']) == {"f": "g"}
 
 
+def test_a_rename_of_what_the_prose_names_in_lower_case_is_the_fix():
+    # osu-21650: "lime is already being used by difficulty points", fixed Lime -> Green1
+    old = {"Part.cs": "class P {\n  void Load(OsuColour colours) => Colour = colours.Lime;\n}\n"}
+    new = {"Part.cs": old["Part.cs"].replace("colours.Lime", "colours.Green1")}
+    d = comment_defect("lime is already being used by difficulty points", "Part.cs", 2,
+                       old=old["Part.cs"])
+    assert decide(d, old, new).state is State.RESOLVED
+    other = comment_defect("this colour clashes with the timing points", "Part.cs", 2,
+                           old=old["Part.cs"])
+    assert decide(other, old, new).state is State.OPEN  # a rename the comment did not name
+
+
 def test_a_rename_is_the_fix_when_the_comment_asks_for_it():
     old = {"m.py": "def f():\n    usr_cnt = count()\n    return usr_cnt + other\n"}
     new = {"m.py": "def f():\n    user_count = count()\n    return user_count + other\n"}

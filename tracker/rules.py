@@ -384,9 +384,9 @@ def _cosmetic(case: Case, m: Mapped) -> bool:
     names = renamed_only(m.removed, m.added)
     if not names:
         return False
-    involved = set(names) | set(names.values())
-    return not (involved & case.subject.words) and not _NAMING.search(case.defect.description
-                                                                      or "")
+    involved = {w.lower() for w in set(names) | set(names.values())}
+    said = {w.lower() for w in case.subject.words}  # prose names code in lower case: "lime"
+    return not (involved & said) and not _NAMING.search(case.defect.description or "")
 
 
 def focus_changed(case: Case) -> Ruling | None:
