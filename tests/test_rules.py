@@ -325,3 +325,34 @@ def test_a_small_edit_inside_a_wide_selection_is_not_its_fix():
     rewritten = src.replace(body, "".join(f"    step_{i}(checked)\n" for i in range(1, 5))
                             + "".join(f"    step_{i}(data)\n" for i in range(5, 11)))
     assert decide(d, {"m.py": src}, {"m.py": rewritten}).state is State.RESOLVED
+
+
+TJ = ("class Links {\n  static Future<String> replace(List<String> links) {\n"
+      "    List<Future<String>> deadFutures = links.stream()\n"
+      "      .map(link -> check(link))\n      .toList();\n\n"
+      "    return Future.allOf(deadFutures.toArray(new Future[0]))\n"
+      "      .thenApply(ignored -> deadFutures.stream()\n        .map(Future::join)\n"
+      "        .toList());\n  }\n}\n")
+TJ_COMMENT = ("`toArray(new Foo[0])` is an anti-pattern. use method references instead "
+              "`toArray(Foo[]::new)`")
+
+
+def test_a_line_rewritten_with_its_block_but_only_renamed_still_stands():
+    # TJ-Bot-1366: the block around the line was re-indented and a variable renamed; the
+    # construct the comment is about, toArray(new Foo[0]), still stands: not removed.
+    rewritten = (TJ.replace("deadFutures", "brokenFutures").replace("\n      .", "\n          .")
+                 .replace("\n        .", "\n              .").replace("ignored", "_"))
+    d = comment_defect(TJ_COMMENT, "Links.java", 7, old=TJ)
+    decision = decide(d, {"Links.java": TJ}, {"Links.java": rewritten})
+    assert decision.state is State.OPEN, decision
+    fixed = rewritten.replace("toArray(new Future[0])", "toArray(Future[]::new)")
+    assert decide(d, {"Links.java": TJ}, {"Links.java": fixed}).state is State.RESOLVED
+
+
+def test_a_keyword_quoted_with_the_code_names_no_construct_to_follow():
+    # `new` edited elsewhere in the class is no evidence that toArray(new Foo[0]) was fixed
+    elsewhere = TJ.replace("      .map(link -> check(link))\n",
+                           "      .map(link -> new Check(link))\n")
+    d = comment_defect(TJ_COMMENT, "Links.java", 7, old=TJ)
+    decision = decide(d, {"Links.java": TJ}, {"Links.java": elsewhere})
+    assert decision.state is State.OPEN, decision

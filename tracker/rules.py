@@ -389,6 +389,33 @@ def _cosmetic(case: Case, m: Mapped) -> bool:
     return not (involved & said) and not _NAMING.search(case.defect.description or "")
 
 
+STANDING_WINDOW = 12  # a removed line re-added this close by, renamed at most, still stands
+
+
+def _still_standing(case: Case, f: Mapped) -> bool:
+    """The removed focus line was added back close by with at most identifiers renamed (a
+    block re-indented or rewritten around it): the construct it shows still stands, unless
+    the comment is about formatting or names an identifier the edit renamed."""
+    if f.anchor is None or case.subject.about_format:
+        return False
+    focus = normalise(case.focus_code)
+    if len(focus) != 1:
+        return False
+    said = {w.lower() for w in case.subject.words}
+    added = changes(case.diff, f.anchor.path).by_line
+    for n in range(f.anchor.start - STANDING_WINDOW, f.anchor.end + STANDING_WINDOW + 1):
+        line = added.get(n)
+        if line is None:
+            continue
+        if normalise([line]) == focus:
+            return True
+        names = renamed_only(focus, [line])
+        if names and not {w.lower() for w in set(names) | set(names.values())} & said \
+                and not _NAMING.search(case.defect.description or ""):
+            return True
+    return False
+
+
 def focus_changed(case: Case) -> Ruling | None:
     """The line the comment is shown on was edited or removed (beyond whitespace)."""
     f, m = case.focus, case.mapped
@@ -397,6 +424,8 @@ def focus_changed(case: Case) -> Ruling | None:
     if f.status is Status.MODIFIED and normalise(f.removed) == normalise(f.added):
         return None
     if f.status is Status.MODIFIED and _cosmetic(case, f):
+        return None
+    if SWITCHES["still_standing"] and f.status is Status.DELETED and _still_standing(case, f):
         return None
     what = "removed" if f.status is Status.DELETED else "edited"
     where = f"{m.anchor.path}:{m.anchor.start}" if m and m.anchor else "the file"
@@ -422,7 +451,9 @@ def range_changed(case: Case) -> Ruling | None:
     m = case.mapped
     if m is None:
         return None
-    if m.status is not Status.UNTOUCHED and not _cosmetic(case, m) and \
+    standing = m.status is Status.DELETED and SWITCHES["still_standing"] and \
+        len(normalise(case.range_code)) == 1 and _still_standing(case, m)
+    if m.status is not Status.UNTOUCHED and not _cosmetic(case, m) and not standing and \
             normalise(m.removed) != normalise(m.added) and _enough_of(case, m):
         rule_name = "anchor-deleted" if m.status is Status.DELETED else "anchor-modified"
         return Ruling(State.RESOLVED, rule_name, m.describe(), 0.6)
@@ -442,6 +473,7 @@ def subject_touched(case: Case) -> Ruling | None:
     code outside any class) that use what the comment names were edited: the fix landed away
     from the anchor."""
     named = {t for t in case.subject.named if case.file_tokens_before[t]} - _common(case)
+    named -= _KEYWORDS  # a keyword quoted with the code (`new`) names no construct
     if not named or not case.changed:
         return None
     region = case.type_scope
@@ -686,6 +718,7 @@ SWITCHES: dict[str, bool] = {
     "remark_approved": True,
     "remark_moved_on": True,
     "remark_review_commit": True,
+    "still_standing": True,
 }
 
 
