@@ -356,3 +356,25 @@ def test_a_keyword_quoted_with_the_code_names_no_construct_to_follow():
     d = comment_defect(TJ_COMMENT, "Links.java", 7, old=TJ)
     decision = decide(d, {"Links.java": TJ}, {"Links.java": elsewhere})
     assert decision.state is State.OPEN, decision
+
+
+def test_what_the_comment_asks_for_must_arrive_in_the_file_or_its_name():
+    # pytest-12968: "we _do_ need to document the `breaking` change", on a changelog entry
+    # filed as an improvement. Rewording the entry is not it; renaming it to .breaking is.
+    old = {"changelog/12960.improvement.rst": "Dropped compat.is_generator.\n"}
+    reworded = {"changelog/12960.improvement.rst": "Test functions with yield now error.\n"}
+    d = comment_defect("No need to mention that, but we do need to document the `breaking` "
+                       "change to yield tests",
+                       "changelog/12960.improvement.rst", 1,
+                       old=old["changelog/12960.improvement.rst"])
+    decision = decide(d, old, reworded)
+    assert (decision.state, decision.rule) == (State.OPEN, "asked-still-absent")
+    renamed = {"changelog/12960.improvement.rst": None,
+               "changelog/12960.breaking.rst": "Dropped compat.is_generator.\n"}
+    decision = decide(d, old, renamed)
+    assert (decision.state, decision.rule) == (State.RESOLVED, "asked-for-arrived")
+    code = {"A.java": "class A {\n  Item[] all() {\n    return items.toArray(new Item[0]);\n"
+                      "  }\n}\n"}
+    edited = {"A.java": code["A.java"].replace("items.toArray", "list.toArray")}
+    placeholder = comment_defect("use `toArray(Foo[]::new)` here", "A.java", 3, old=code["A.java"])
+    assert decide(placeholder, code, edited).rule != "asked-still-absent"  # Foo stands in

@@ -48,6 +48,8 @@ _KEYWORDS = frozenset(
     "class struct enum interface extends implements override virtual abstract sealed ref out "
     "this self super typeof instanceof sizeof unsigned signed auto register volatile extern "
     "inline constexpr".split())
+_PLACEHOLDERS = frozenset({"foo", "bar", "baz", "qux", "quux", "xxx", "yyy", "example",
+                           "something", "whatever"})  # stand-ins in quoted code, not names
 SUGGESTION_WINDOW = 10  # an applied suggestion stands within this many lines of the anchor
 MAX_SCOPE_LINES = 400  # a "scope" larger than this (a whole class) is not the comment's scope
 
@@ -352,6 +354,31 @@ def subject_introduced(case: Case) -> Ruling | None:
                   f"the comment asks for, now appears in {case.new_path}", 0.75)
 
 
+def _path_words(path: str | None) -> set[str]:
+    return set(re.findall(r"[A-Za-z0-9_]+", path or ""))
+
+
+def asked_for(case: Case) -> Ruling | None:
+    """Code the comment quotes in backticks that neither the file nor its name held: once it
+    stands in the file's new name the request was met (a changelog entry renamed to its
+    kind); while it is nowhere in the file nor its name, what was asked for has not arrived,
+    whatever else changed."""
+    before = case.file_tokens_before
+    old_name = _path_words(case.path)
+    wanted = {t for t in case.subject.quoted if before[t] == 0 and t not in old_name
+              and len(t) > 2 and t.lower() not in _PLACEHOLDERS} - _KEYWORDS
+    if not wanted or not case.changed or case.new_text is None:
+        return None
+    named = sorted(wanted & _path_words(case.new_path))
+    if named:
+        return Ruling(State.RESOLVED, "asked-for-arrived", f"the file is now {case.new_path}, "
+                      f"named for `{named[0]}`, which the comment asks for", 0.75)
+    if any(file_tokens(case.new_text)[t] for t in wanted):
+        return None
+    return Ruling(State.OPEN, "asked-still-absent", f"`{'`, `'.join(sorted(wanted)[:3])}`, "
+                  "which the comment asks for, is still not in the file", 0.6)
+
+
 def renamed_only(removed: list[str], added: list[str]) -> dict[str, str] | None:
     """The identifier renames that turn ``removed`` into ``added``, when that is all that
     changed (same tokens otherwise, each old name always becoming the same new name)."""
@@ -530,6 +557,7 @@ LIVE_RULES: list[Rule] = [
     whitespace_only,
     subject_removed,
     subject_introduced,
+    asked_for,
     focus_changed,
     range_changed,
     subject_touched,
@@ -719,6 +747,7 @@ SWITCHES: dict[str, bool] = {
     "remark_moved_on": True,
     "remark_review_commit": True,
     "still_standing": True,
+    "asked_for": True,
 }
 
 

@@ -61,6 +61,7 @@ class Subject:
     """What one comment is about, as the rules use it."""
 
     named: set[str] = field(default_factory=set)  # code tokens the comment names
+    quoted: set[str] = field(default_factory=set)  # of those, the ones quoted in backticks
     words: set[str] = field(default_factory=set)  # every meaningful word, for matching code
     suggestion: list[str] | None = None
     about_format: bool = False
@@ -90,6 +91,7 @@ def read_subject(body: str | None) -> Subject:
         if len(found) == 1 and found[0].lower() in _ENGLISH:
             continue  # a lone common word in backticks (`new`) is too vague to look for
         named |= set(found)  # quoted as code: code, even keywords like "try"
+    quoted = set(named)
     for block in _FENCED.findall(body):
         if not block.lstrip().startswith("suggestion"):
             named |= {t for t in tokens(block) if _code_like(t)}
@@ -100,5 +102,5 @@ def read_subject(body: str | None) -> Subject:
     named |= {w for w in _WORD.findall(prose) if _code_like(w) and len(w) > 2}
     words = {w for w in _WORD.findall(prose) if len(w) > 2 and w.lower() not in _ENGLISH}
     kinds = {kind for kind, pattern in _KINDS.items() if pattern.search(prose)}
-    return Subject(named=named, words=words | named, suggestion=proposed,
+    return Subject(named=named, quoted=quoted, words=words | named, suggestion=proposed,
                    about_format=bool(_FORMAT.search(prose)), kinds=kinds)
