@@ -22,7 +22,7 @@ What it answers, in order of precedence:
    doubles as an instant LLM when the bench measures the bot's own overhead.
 
 ``nitpick_responder`` is a deterministic noisy reviewer (findings on about one added line in
-seven, mostly Minor), for measuring what later rounds add (``bench.bench_convergence``).
+seven, mostly Minor), for measuring what later rounds add (``bench.studies.convergence``).
 
 Every request is recorded (``server.requests``: parsed JSON bodies, ``server.bodies``: raw
 text, ``server.headers``) so tests can assert on what was sent. The usage in responses is a
@@ -100,7 +100,7 @@ def nitpick_responder(request: dict) -> str:
     is shown gets a finding, most of them Minor or Trivial, one in five Major or worse (chosen
     by a hash of the path and the line's text, so the same line always gets the same answer).
     Verification is ``default_responder``'s. The bench measures with it what a chatty model
-    posts round after round, and what ``converge`` holds back (``bench.bench_convergence``)."""
+    posts round after round, and what ``converge`` holds back (``bench.studies.convergence``)."""
     import hashlib
 
     if "defect verifier" in system_text(request):

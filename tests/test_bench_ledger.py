@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from bench import bench_ledger
+from bench.perf import ledger as bench_ledger
 
 PG_URL = os.environ.get("ROUNDWISE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -44,7 +44,7 @@ def test_the_big_diff_cases_run_and_check_every_anchor_against_the_reference(cap
 
 
 def test_the_big_diff_check_stops_on_a_misplaced_anchor():
-    from bench.bigdiff import check_mapping
+    from bench.perf.bigdiff import check_mapping
     from tracker.anchors import Anchor, Mapped, Status
     from tracker.lifecycle import State
     from tracker.models import Defect, Origin

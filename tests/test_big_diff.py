@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import unidiff
 
-from bench import bigdiff as bench_bigdiff
-from bench.bigdiff import GitDiffs, RefFile, big_files
+from bench.perf import bigdiff as bench_bigdiff
+from bench.perf.bigdiff import GitDiffs, RefFile, big_files
 from tracker.anchors import NEARBY_LINES, Anchor, DiffMap, FileMap, Status
 from tracker.decide import RoundInput, decide_round
 from tracker.ledger import Ledger

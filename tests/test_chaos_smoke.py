@@ -1,4 +1,4 @@
-"""``python -m bench.chaos`` at smoke size: a real ``roundwise serve`` killed and restarted
+"""``python -m bench.faults.chaos`` at smoke size: a real ``roundwise serve`` killed and restarted
 under GitHub faults still reviews every head once and leaves nothing stuck."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from bot import render
 
 def test_chaos_smoke():
     run = subprocess.run(
-        [sys.executable, "-m", "bench.chaos", "--prs", "3", "--pushes", "2", "--kills", "2",
+        [sys.executable, "-m", "bench.faults.chaos", "--prs", "3", "--pushes", "2", "--kills", "2",
          "--deadline", "60", "--seed", "3"],
         check=False, capture_output=True, text=True, timeout=90)
     figures = json.loads(run.stdout)
@@ -28,7 +28,7 @@ def test_chaos_smoke():
 async def test_the_soak_tells_a_stale_review_from_the_final_head():
     """The bot reviewed a PR's first push but not its last: the soak's check says so (its shas
     used to share their first 7 characters across a PR's pushes, so it could not)."""
-    from bench import chaos
+    from bench.faults import chaos
     from bench.fake_github import FakeGitHub
 
     from .server_kit import app_keys

@@ -199,7 +199,7 @@ def test_git_dir_fills_diffs_files_and_commits(tmp_path, capsys):
 
 
 def test_label_agreement_compares_human_signals_with_the_tasks_labels(tmp_path, capsys):
-    from bench import label_agreement
+    from bench.studies import label_agreement
     from tracker.models import DecidedBy
 
     run = tmp_path / "run"

@@ -3,7 +3,9 @@
 Every import between the project's own modules counts, at module level or inside a function
 (a lazy import still ties the two rooms together), relative or absolute. ``from a.b import c``
 is an edge to the module ``a.b.c`` when it exists, else to ``a.b``. The one-way layers
-(tracker → bot → bench → roundwise) are ``test_surface.test_layers_point_one_way``'s.
+(tracker → bot → bench → roundwise) are ``test_surface.test_layers_point_one_way``'s. Inside
+the bench, the harnesses (``bench.perf``, ``bench.faults``, ``bench.studies``) may use the
+benchmark's pipeline (the rest of ``bench``), never the other way round.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tracker", "bot", "bench", "roundwise")
+HARNESSES = ("bench.perf", "bench.faults", "bench.studies")
 
 
 def _modules() -> dict[str, Path]:
@@ -78,3 +81,32 @@ def test_a_function_level_import_is_an_edge():
     # bot.review.prompt_context reads the prompt helpers lazily, from their own modules
     assert "bot.review.llm.prompts" in graph["bot.review.prompt_context"]
     assert "bot.review.llm" not in graph["bot.review.prompt_context"]
+
+
+def _in(name: str, packages) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def pipeline_to_harness(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import from a bench module outside the harness packages into one of them."""
+    return sorted((name, target) for name, targets in graph.items()
+                  if _in(name, ("bench",)) and not _in(name, HARNESSES)
+                  for target in targets if _in(target, HARNESSES))
+
+
+def test_the_bench_pipeline_imports_no_harness():
+    graph = import_graph()
+    assert all(package in graph for package in HARNESSES)
+    assert {"bench.run", "bench.replay", "bench.scoring", "bench.report"} <= set(graph)
+    # the harnesses do use the pipeline (the check below looks at the right edges)
+    assert "bench.replay" in graph["bench.faults.chaos"]
+    wrong = pipeline_to_harness(graph)
+    assert not wrong, "the bench pipeline imports a harness: " + ", ".join(
+        f"{a} -> {b}" for a, b in wrong)
+
+
+def test_the_pipeline_check_sees_a_harness_import():
+    graph = {"bench.run": {"bench.replay"}, "bench.report": {"bench.perf.ack"},
+             "bench.perf.ack": {"bench.replay"}, "bench.fake_github.rest": {"bench.faults"}}
+    assert pipeline_to_harness(graph) == [("bench.fake_github.rest", "bench.faults"),
+                                          ("bench.report", "bench.perf.ack")]

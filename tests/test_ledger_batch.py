@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench.bench_ledger import make_files
+from bench.perf.ledger import make_files
 from bench.diffs import git_diff
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round

@@ -1,5 +1,5 @@
-"""``python -m bench.load_cluster`` at smoke size: two real ``roundwise serve`` replicas on one
-PostgreSQL schema, one SIGKILLed and restarted mid-run, duplicate and out-of-order deliveries;
+"""``python -m bench.faults.load_cluster`` at smoke size: two real ``roundwise serve`` replicas on
+one PostgreSQL schema, one SIGKILLed and restarted mid-run, duplicate and out-of-order deliveries;
 every check passes. Skips, saying why, without a PostgreSQL server; exit status 2 then."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def test_load_cluster_smoke():
     if reason:
         pytest.skip(reason)
     run = subprocess.run(
-        [sys.executable, "-m", "bench.load_cluster", "--prs", "4", "--pushes", "2",
+        [sys.executable, "-m", "bench.faults.load_cluster", "--prs", "4", "--pushes", "2",
          "--replicas", "2", "--kills", "1", "--lease", "3", "--duplicate-rate", "0.5",
          "--out-of-order-rate", "0.5", "--timeout", "25", "--seed", "4", "--db", PG_URL,
          "--json"],
@@ -41,7 +41,7 @@ def test_load_cluster_smoke():
 
 def test_load_cluster_without_postgresql_exits_2():
     run = subprocess.run(
-        [sys.executable, "-m", "bench.load_cluster", "--db",
+        [sys.executable, "-m", "bench.faults.load_cluster", "--db",
          "postgresql://postgres@127.0.0.1:1/nowhere"],
         cwd=ROOT, check=False, capture_output=True, text=True, timeout=30)
     assert run.returncode == 2

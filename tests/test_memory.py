@@ -18,7 +18,7 @@ from pathlib import Path
 import aiohttp
 
 from bench import payloads
-from bench.chaos import SECRET, Server
+from bench.faults.chaos import SECRET, Server
 from bench.fake_github import FakeGitHub
 from bot import unverified
 

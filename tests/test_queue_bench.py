@@ -10,9 +10,10 @@ from collections import Counter
 
 import pytest
 
-from bench import bench_ack, bench_queue
-from bench.queue_drain import buckets
-from bench.queue_fill import backlog
+from bench.perf import ack as bench_ack
+from bench.perf import queue as bench_queue
+from bench.perf.queue_drain import buckets
+from bench.perf.queue_fill import backlog
 from bot import jobs
 from bot.jobs import JobQueue
 from bot.store import open_queue_store

@@ -19,7 +19,8 @@ judged >= S``. Two mistakes are possible: muting a useful kind that people somet
 It prints the table and the chosen threshold: the one that mutes a noisy kind soonest while
 muting a useful kind with probability under ``--risk`` (5%) within the horizon.
 
-    python -m bench.learning_threshold --ledger RUN/work/ledger.db --tasks ../shared/data/...
+    python -m bench.studies.learning_threshold --ledger RUN/work/ledger.db \
+        --tasks ../shared/data/...
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import math
 from collections import Counter
 from functools import cache
 
-from .run import gather_tasks
+from ..run import gather_tasks
 
 __all__ = ["main", "mute_probability", "observed", "wilson_upper"]
 
@@ -142,7 +143,7 @@ def choose(q: float, noisy: float, horizon: int, risk: float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.learning_threshold",
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.learning_threshold",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--ledger", help="a ledger (a bench run's RUN/work/ledger.db, a server's)")
     parser.add_argument("--tasks", nargs="*", default=[], help="task files or folders")

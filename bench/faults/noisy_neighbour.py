@@ -1,6 +1,6 @@
 """Isolation bench (a script, not a test): one hostile tenant must not slow the others down.
 
-    python -m bench.noisy_neighbour [--deliveries 100] [--flood 400] [--files 3000]
+    python -m bench.faults.noisy_neighbour [--deliveries 100] [--flood 400] [--files 3000]
                                     [--diff-mb 25] [--deadline 150]
 
 Three processes on 127.0.0.1: the fake GitHub (``bench.fake_github``, its state built in its
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import aiohttp
 
-from . import payloads
-from .load_webhooks import percentile
-from .replay import throwaway_key
+from .. import payloads
+from ..perf.load_webhooks import percentile
+from ..replay import throwaway_key
 
 APP_ID, INSTALLATION, REPO = 4242, 77, "noisy/widgets"
 HOSTILE = 9000  # the hostile PR's number; the ordinary ones count from 1
@@ -64,7 +64,7 @@ def wide_files(megabytes: float) -> dict[str, str]:
 def fake_process(public: str, ordinary: int, files: int, diff_mb: float, conn) -> None:
     """The fake GitHub with every PR the run uses; sends its URL, the bot login and the
     payloads, then serves until told to stop."""
-    from .fake_github import FakeGitHub
+    from ..fake_github import FakeGitHub
 
     async def main() -> None:
         async with FakeGitHub(APP_ID, public) as fake:

@@ -11,11 +11,11 @@ Prints the median milliseconds per round, the ratios write/reference and
 (decide + write)/reference, and the write and the reference as multiples of one durable commit
 measured in the same run (the floor of any write on that disk).
 
-Then the big-diff cases (``bench.bigdiff``): a push of 20,000 changed lines in many hunks or in
+Then the big-diff cases (``bench.perf.bigdiff``): a push of 20,000 changed lines in many hunks or in
 one giant hunk, under 1,000 and 10,000 defects, its anchor mapping and its whole decide against
 a reference that maps every anchor by bisect from the same parsed diff.
 
-    python -m bench.bench_ledger [--rounds 7] [--sizes 10,100,1000,10000]
+    python -m bench.perf.ledger [--rounds 7] [--sizes 10,100,1000,10000]
                                  [--db sqlite | --db postgresql://127.0.0.1:5432/test]
                                  [--big-sizes 1000,10000] [--shapes hunks,giant]
                                  [--big-rounds 3] [--changed 20000]
@@ -36,8 +36,8 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench import bigdiff
 from bench.diffs import git_diff
+from bench.perf import bigdiff
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round
 from tracker.ledger import Ledger, now
@@ -232,7 +232,7 @@ class PostgresBackend:
         try:
             from bot.store import open_ledger_store
         except ImportError:
-            sys.exit("bench_ledger: this branch has no PostgreSQL ledger "
+            sys.exit("bench.perf.ledger: this branch has no PostgreSQL ledger "
                      "(bot.store.open_ledger_store); run with --db sqlite")
         import psycopg
 
@@ -318,7 +318,7 @@ def check_same(ledger, ref: Reference, pr: int, size: int) -> None:
             for d in ledger.defects(pr)]
     theirs, states = ref.snapshot(pr)
     if len(mine) != size or mine != theirs or ledger.states_by_round(pr) != states:
-        sys.exit(f"bench_ledger: the ledger and the reference disagree at {size} defects")
+        sys.exit(f"bench.perf.ledger: the ledger and the reference disagree at {size} defects")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Big-diff cases for ``bench.bench_ledger``: deciding a round of 20,000 changed lines.
+"""Big-diff cases for ``bench.perf.ledger``: deciding a round of 20,000 changed lines.
 
 A pull request whose push changes 20,000 lines (10,000 edited lines, each one ``-`` and one
 ``+`` in the diff), either spread over 20 files in 2,000 hunks (``hunks``) or in one file as a
@@ -297,7 +297,7 @@ def check_mapping(defects: list[Defect], anchors: list[Anchor], mine: dict, thei
         got = (m.status, m.anchor.path if m.anchor else None,
                m.anchor.start if m.anchor else None, m.anchor.end if m.anchor else None)
         if got != theirs[a]:
-            sys.exit(f"bench_ledger: {where}: defect {d.key} at {a.path}:{a.start}-{a.end}: "
+            sys.exit(f"bench.perf.ledger: {where}: defect {d.key} at {a.path}:{a.start}-{a.end}: "
                      f"the tracker maps it to {got}, the reference to {theirs[a]}")
 
 

@@ -1,12 +1,12 @@
 """Queue bench (a script, not a test): job claim latency by backlog size, and burst drain.
 
-    python -m bench.bench_queue [--sizes 1000,10000] [--claims 300] [--engines sqlite,postgresql]
+    python -m bench.perf.queue [--sizes 1000,10000] [--claims 300] [--engines sqlite,postgresql]
                                 [--pg postgresql://postgres@127.0.0.1:5432/test] [--explain]
                                 [--drain-seconds 20 --drain-workers 4 --drain-work 0.05
                                  --drain-rate 250 --drain-prefill 0]
 
 Claim latency: a fresh store per size (a new SQLite file; a new PostgreSQL schema, dropped
-after) holding that many queued jobs spread as ``bench.queue_fill`` describes, plus as many
+after) holding that many queued jobs spread as ``bench.perf.queue_fill`` describes, plus as many
 finished ones. Each sample times one ``store.claim`` (the real claim path: transaction, the
 claim query, the superseded check, the update); the claimed job is then finished and a new one
 queued on a new PR, untimed, so the depth holds. Two same-run baselines go through the same
@@ -16,7 +16,7 @@ claim also makes). The target is 5 ms per claim at 10,000 queued jobs. ``--expla
 the claim query's plan (SQLite ``EXPLAIN QUERY PLAN``, PostgreSQL ``EXPLAIN ANALYZE``) at each
 size.
 
-Burst drain (``bench.queue_drain``): jobs arrive at 250/s while the real ``Workers`` claim and
+Burst drain (``bench.perf.queue_drain``): jobs arrive at 250/s while the real ``Workers`` claim and
 finish them with a fixed simulated processing time; the drain rate per depth bucket should stay
 at the workers' capacity (workers / processing time) as the backlog grows. Each figure is also
 given against a durable commit measured in the same run (``p50/commit``; per drained job, the

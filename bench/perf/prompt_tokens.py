@@ -16,7 +16,7 @@ For every round t of every task, two prompts are measured with litellm's token c
 Prints per-round medians and the ratio (b)/(a), overall and from round 2 on (round 1 is the
 same for both: one diff, no history).
 
-    python -m bench.bench_prompt_tokens [--tasks bench/examples /work/shared/data/mcr-dev]
+    python -m bench.perf.prompt_tokens [--tasks bench/examples /work/shared/data/mcr-dev]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from bot.review.engine import Engine, RoundContext
 from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier
 from tracker.ledger import Ledger
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @dataclass

@@ -1,12 +1,12 @@
 """Acknowledgement bench (a script, not a test): the real webhook path against a bare handler.
 
-    python -m bench.bench_ack [--deliveries 200] [--rounds 9] [--clients 2]
+    python -m bench.perf.ack [--deliveries 200] [--rounds 9] [--clients 2]
                               [--baseline bare|none] [--db sqlite | --db postgresql://...]
 
 Two servers run side by side, each in a process of its own on 127.0.0.1, started once and
 warmed up (20 deliveries one by one, then one untimed burst), as a server that has been up a
 while is. Each round then sends each of them ``--deliveries`` signed deliveries all at once
-(``bench.load_webhooks``' mix, fresh delivery ids every burst), alternating which goes first:
+(``bench.perf.load_webhooks``' mix, fresh delivery ids every burst), alternating which goes first:
 
 * ``bare``: an aiohttp handler that reads the body, checks its HMAC in constant time and answers
   202, nothing else: the floor any webhook server on this machine has;
@@ -52,7 +52,7 @@ from aiohttp import web
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
-from bench.load_webhooks import APP_ID, deliveries, percentile, setup_fake
+from bench.perf.load_webhooks import APP_ID, deliveries, percentile, setup_fake
 from bench.replay import throwaway_key
 from bot.config import Config
 from bot.github import RetryPolicy
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(run(args.deliveries, args.rounds, args.db,
                                   args.baseline == "bare", clients))
     except CannotServe as exc:
-        print(f"bench_ack: the app cannot run on {args.db}: {exc}", file=sys.stderr)
+        print(f"bench.perf.ack: the app cannot run on {args.db}: {exc}", file=sys.stderr)
         return 2
     total_ok = all(row[k]["ok"] == args.deliveries for row in results
                    for k in ("bare", "app") if k in row)

@@ -1,4 +1,4 @@
-"""``python -m bench.chaos``: a bounded chaos soak of a real ``roundwise serve`` (issue 9).
+"""``python -m bench.faults.chaos``: a bounded chaos soak of a real ``roundwise serve`` (issue 9).
 
 Everything runs on loopback: the fake GitHub in this process, ``roundwise serve`` as a
 subprocess on a fresh ledger file. The soak opens ``--prs`` pull requests and pushes to each
@@ -46,9 +46,9 @@ from bot.store import open_queue_store
 from tracker.ledger import Ledger
 from tracker.lines import split_lines
 
-from . import payloads
-from .fake_github import FakeGitHub
-from .replay import throwaway_key
+from .. import payloads
+from ..fake_github import FakeGitHub
+from ..replay import throwaway_key
 
 APP_ID, INSTALLATION, REPO, BOT = 4242, 77, "chaos/service", "roundwise[bot]"
 SECRET = "chaos-secret"
@@ -352,7 +352,7 @@ async def soak(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__.split(
+    parser = argparse.ArgumentParser(prog="python -m bench.faults.chaos", description=__doc__.split(
         "\n\n")[0])
     parser.add_argument("--prs", type=int, default=20, help="pull requests (default 20)")
     parser.add_argument("--pushes", type=int, default=4, help="pushes per PR (default 4)")

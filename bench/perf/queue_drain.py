@@ -1,4 +1,4 @@
-"""Burst drain, for ``bench.bench_queue``: does the queue keep its workers busy as it grows?
+"""Burst drain, for ``bench.perf.queue``: does the queue keep its workers busy as it grows?
 
 Jobs arrive at ``rate`` per second (``JobQueue.enqueue``, as webhooks would queue them, spread
 over 2,000 pull requests) while the real ``bot.jobs.Workers`` claim and finish them; the handler
@@ -92,7 +92,7 @@ def commit_floor(bench, job_id: int, samples: int = 30) -> float:
 
 def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: float,
               rate: float, prefill: int = 0) -> dict:
-    """The drain on a fresh store; ``prefill`` queued jobs (``bench.queue_fill``) first, to
+    """The drain on a fresh store; ``prefill`` queued jobs (``bench.perf.queue_fill``) first, to
     start deep. The durable-commit floor is measured on the same store just before and just
     after the drain."""
     with tempfile.TemporaryDirectory() as folder:

@@ -5,7 +5,7 @@ scripted OpenAI-compatible server that answers at once), several times, and prin
 and p99 seconds per round: the cost of the machinery itself (webhooks, jobs, GitHub calls,
 engine, ledger), not of a model. The offline reviewer is measured the same way for reference.
 
-    python -m bench.bench_replay [--tasks PATH...] [--repeat 3]
+    python -m bench.perf.replay [--tasks PATH...] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 
 from bot.review.llm_config import configure_litellm
 
-from .metrics import percentile
-from .replay import Harness, replay_task
-from .run import gather_tasks
-from .scripted_llm import ScriptedLLM
+from ..metrics import percentile
+from ..replay import Harness, replay_task
+from ..run import gather_tasks
+from ..scripted_llm import ScriptedLLM
 
-EXAMPLES = Path(__file__).parent / "examples"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 async def measure(tasks, repeat: int, model: str | None, api_base: str | None) -> list[float]:

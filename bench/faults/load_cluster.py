@@ -1,4 +1,4 @@
-"""``python -m bench.load_cluster``: several ``roundwise serve`` replicas on one PostgreSQL
+"""``python -m bench.faults.load_cluster``: several ``roundwise serve`` replicas on one PostgreSQL
 database under a steady stream of webhooks, one replica SIGKILLed and restarted (issue 10).
 
 A load script, not a test. Everything runs on loopback: a fresh schema in the ``--db``
@@ -55,15 +55,15 @@ from bot import render
 from bot.review.llm_config import configure_litellm
 from bot.store import LedgerStore, QueueStore, open_ledger_store, open_queue_store, split_schema
 
-from . import payloads
+from .. import payloads
 from .chaos import files_at, finding_of
-from .fake_github import FakeGitHub
-from .replay import throwaway_key
+from ..fake_github import FakeGitHub
+from ..replay import throwaway_key
 
 APP_ID, INSTALLATION, REPO = 4242, 77, "cluster/service"
 SECRET = "load-cluster-secret"
 DEFAULT_DB = "postgresql://postgres@127.0.0.1:5432/test"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def sha(pr: int, push: int) -> str:
@@ -609,7 +609,7 @@ def report(r: dict, as_json: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.load_cluster",
+    parser = argparse.ArgumentParser(prog="python -m bench.faults.load_cluster",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--prs", type=int, default=200, help="pull requests (default 200)")
     parser.add_argument("--pushes", type=int, default=3, help="pushes per PR (default 3)")

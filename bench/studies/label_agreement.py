@@ -9,7 +9,7 @@ signal with the task's label. It prints, per state of the task's labels, how man
 exist, how many got a human signal (coverage) and how often the two agree, and the same per
 exported label; ``--json`` prints the figures.
 
-    python -m bench.label_agreement --run RUN --tasks PATH [--json]
+    python -m bench.studies.label_agreement --run RUN --tasks PATH [--json]
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tracker.ledger import Ledger
 
-from .export import HUMAN, export_pr
-from .replay import bench_repo
-from .tasks import load_tasks
+from ..export import HUMAN, export_pr
+from ..replay import bench_repo
+from ..tasks import load_tasks
 
 __all__ = ["agreement", "main"]
 

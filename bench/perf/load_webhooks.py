@@ -1,6 +1,6 @@
 """Load script (not a test): how fast the real server acknowledges a burst of signed deliveries.
 
-    python -m bench.load_webhooks [--deliveries 200] [--workers 0]
+    python -m bench.perf.load_webhooks [--deliveries 200] [--workers 0]
 
 Starts the real roundwise app (``bot.app.create_app``, offline reviewer, a fresh ledger file in a
 temporary folder) on 127.0.0.1, in a process of its own, and sends ``--deliveries`` signed webhooks all at once, each with
@@ -14,7 +14,7 @@ queueing behind other deliveries).
 With ``--workers 0`` (the default) the worker pool is not started, so only acknowledgement is
 measured: verify, validate, record the delivery and enqueue the job in the ledger. With
 ``--workers N`` the fake GitHub is served and N workers review the pull requests while the
-burst arrives, which shows acknowledgement under background load. ``bench.bench_ack`` sends
+burst arrives, which shows acknowledgement under background load. ``bench.perf.ack`` sends
 the same burst to the app and to a bare HMAC-checking handler in one run, for the ratio.
 """
 
@@ -38,9 +38,9 @@ from bot.github import RetryPolicy
 from bot.review.llm_config import configure_litellm
 from bot.store import open_queue_store
 
-from . import payloads
-from .fake_github import FakeGitHub
-from .replay import throwaway_key
+from .. import payloads
+from ..fake_github import FakeGitHub
+from ..replay import throwaway_key
 
 APP_ID, INSTALLATION, REPO, PRS = 4242, 77, "load/widgets", 20
 SEQUENTIAL = 50  # deliveries sent one by one first, for the latency without queueing

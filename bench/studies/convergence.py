@@ -9,7 +9,7 @@ the findings held back, and prints per round number (R1, R2...) and per task's f
 round the totals of both runs. A user's complaint is noise that does not fall: the figure to
 read is posted in the last round against R1, which must fall, not rise.
 
-    python -m bench.bench_convergence --tasks ../shared/data/mcr-dev [--out DIR] [--json]
+    python -m bench.studies.convergence --tasks ../shared/data/mcr-dev [--out DIR] [--json]
         [--converge "{after_round: 2, min_severity: Major}"]
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from tracker.ledger import Ledger
 
-from .run import RunOptions, run
-from .scripted_llm import ScriptedLLM, nitpick_responder
+from ..run import RunOptions, run
+from ..scripted_llm import ScriptedLLM, nitpick_responder
 
 __all__ = ["count", "main", "measure"]
 
@@ -107,7 +107,7 @@ def _print(results: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_convergence",
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.convergence",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", required=True, help="task files or folders")
     parser.add_argument("--out", help="where the two runs go (default: a temporary folder)")
