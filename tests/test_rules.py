@@ -378,3 +378,28 @@ def test_what_the_comment_asks_for_must_arrive_in_the_file_or_its_name():
     edited = {"A.java": code["A.java"].replace("items.toArray", "list.toArray")}
     placeholder = comment_defect("use `toArray(Foo[]::new)` here", "A.java", 3, old=code["A.java"])
     assert decide(placeholder, code, edited).rule != "asked-still-absent"  # Foo stands in
+
+
+NUMERIC = ("export type Zero = 0 | -0;\n"
+           "export type Natural<T extends number> = T extends Zero ? T : Positive<T>;\n"
+           "export type Positive<T extends number> = T extends Zero ? never : T;\n")
+
+
+def test_a_type_alias_is_a_definition():
+    assert definition("source/numeric.d.ts", NUMERIC, "Natural") == (2, 2)
+
+
+def test_a_remark_about_a_word_naming_a_type_this_round_removed_is_resolved():
+    # type-fest-319: 'the exact definition of "natural number" seems to be unclear', and the
+    # push renames the type Natural to NonNegative
+    remark = Defect(key="D1", description='Also, the exact definition of "natural number" '
+                    "seems to be unclear", origin="human", state=State.NEW, raised_round=1,
+                    state_round=1)
+    renamed = NUMERIC.replace("Natural", "NonNegative")
+    decision = decide(remark, {"source/numeric.d.ts": NUMERIC},
+                      {"source/numeric.d.ts": renamed})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "remark-subject-removed")
+    assert "Natural" in decision.evidence
+    kept = NUMERIC.replace("T : Positive<T>", "T : Positive<T> // zero included")
+    assert decide(remark, {"source/numeric.d.ts": NUMERIC},
+                  {"source/numeric.d.ts": kept}).state is State.OPEN

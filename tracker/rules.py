@@ -605,6 +605,29 @@ def remark_named_changed(case: Case) -> Ruling | None:
     return None
 
 
+def remark_word_removed(case: Case) -> Ruling | None:
+    """A remark's word is (in any case) the name of something the PR defined and this round
+    removed from every file: "the exact definition of natural number is unclear", and the
+    type ``Natural`` is gone."""
+    said = {w.lower() for w in case.subject.words if len(w) > 3} - {k.lower() for k in _KEYWORDS}
+    if not said:
+        return None
+    before = _texts_before(case)
+    gone = []
+    for path, text in sorted(before.items()):
+        if text is None:
+            continue
+        new_path = case.diff.renames.get(path, path)
+        now = file_tokens(case.files.get(new_path))
+        for token in sorted(file_tokens(text)):
+            if token.lower() in said and not now[token] and definition(path, text, token):
+                gone.append(f"{token} in {path}")
+    if not gone:
+        return None
+    return Ruling(State.RESOLVED, "remark-subject-removed", f"the remark is about "
+                  f"{', '.join(gone[:3])}, which this round removed", 0.65)
+
+
 def remark_named_in_changes(case: Case) -> Ruling | None:
     """A remark names code that this round's changed lines add or remove."""
     named = {t for t in case.subject.named if len(t) > 2}
@@ -723,6 +746,7 @@ REMARK_RULES: list[Rule] = [
     remark_approved,
     tests_cover_subject,
     remark_named_changed,
+    remark_word_removed,
     remark_named_in_changes,
     remark_kind_changed,
     remark_review_commit,
@@ -748,6 +772,7 @@ SWITCHES: dict[str, bool] = {
     "remark_review_commit": True,
     "still_standing": True,
     "asked_for": True,
+    "remark_word_removed": True,
 }
 
 

@@ -44,7 +44,8 @@ _FUNCTION = re.compile(
 _TYPE = re.compile(
     r"^((class|interface|struct|enum|impl|trait|record|object|namespace|module|protocol|contract|"
     r"library)_"
-    r"(definition|declaration|item|specifier)|class|module|object_declaration|type_spec)$"
+    r"(definition|declaration|item|specifier)|class|module|object_declaration|type_spec|"
+    r"type_alias_declaration|type_alias|type_item)$"
 )
 
 _TOKEN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*")
