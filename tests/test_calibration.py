@@ -11,13 +11,16 @@ from tracker import calibration
 from tracker.calibration import Calibration, unsure_label
 
 
-def test_a_rules_rate_is_shrunk_toward_its_own_confidence():
-    table = Calibration.fit([("a", True), ("a", False), ("a+confirmed", True), ("b", False)])
-    assert table.counts == {"a": (2, 3), "b": (0, 1)}
-    # (right + 4 * own) / (pairs + 4): (2 + 2) / 7 and (0 + 3.2) / 5
-    assert table.confidence("a", 0.5) == pytest.approx(4 / 7)
-    assert table.confidence("b+overturned", 0.8) == pytest.approx(0.64)
-    assert table.confidence("never-seen", 0.7) == pytest.approx(0.7)
+def test_a_rules_rate_is_shrunk_toward_the_pooled_rate():
+    table = Calibration.fit([("a", True), ("a", False), ("a+confirmed", True), ("b", True),
+                             ("b", False), ("b", False)])
+    assert table.counts == {"a": (2, 3), "b": (1, 3)}
+    assert table.base_rate == pytest.approx(0.5)  # 3 right of 6
+    # (right + 4 * 0.5) / (pairs + 4): (2 + 2) / 7 and (1 + 2) / 7, whatever the own confidence
+    assert table.confidence("a", 0.9) == pytest.approx(4 / 7)
+    assert table.confidence("b+overturned", 0.8) == pytest.approx(3 / 7)
+    assert table.confidence("never-seen", 0.7) == pytest.approx(0.5)  # (0 + 2) / 4
+    assert Calibration().confidence("a", 0.7) == 0.7  # no table: the rule's own
 
 
 def test_unsure_labels_by_state():
@@ -45,8 +48,9 @@ def test_leave_one_repository_out_never_uses_the_held_out_repository():
     rows = [{"repo": "x", "rule": "r", "own": 0.5, "right": True},
             {"repo": "x", "rule": "r", "own": 0.5, "right": True},
             {"repo": "y", "rule": "r", "own": 0.5, "right": False}]
-    # x's rows see only y's (0 of 1): (0 + 2) / 5; y's see x's two right: (2 + 2) / 6
-    assert fit_tracking.held_out(rows) == pytest.approx([0.4, 0.4, 4 / 6])
+    # x's rows see only y's (0 of 1, pooled rate 0): 0 / 5; y's see x's two right (rate 1):
+    # (2 + 4) / 6
+    assert fit_tracking.held_out(rows) == pytest.approx([0.0, 0.0, 1.0])
 
 
 def test_the_table_shipped_with_the_tracker_is_the_one_the_script_writes(tmp_path):

@@ -108,7 +108,7 @@ async def test_the_authors_promise_after_the_resolving_push_sends_it_back_to_ope
 
 async def test_an_unsure_decision_is_shown_as_such_in_the_summary_and_the_check(tmp_path):
     # A remark on the whole PR naming no code, then a push: ``pr-unaddressed`` keeps it Open,
-    # a ruling the calibration table measured right in about a third of its pairs.
+    # a ruling the calibration table measured right in little more than half of its pairs.
     async with running_bot(tmp_path) as bot:
         await _open(bot)
         await bot.comment("rina", "Please make the error messages friendlier for users.",
@@ -119,7 +119,7 @@ async def test_an_unsure_decision_is_shown_as_such_in_the_summary_and_the_check(
         await _push(bot, 2, MEAN_EDITED)
         plan = bot.ledger.plan(pr["id"], 2)
         decided = next(d for d in plan["decisions"] if d["key"] == remark.key)
-        assert decided["rule"] == "pr-unaddressed" and decided["confidence"] < 0.5
+        assert decided["rule"] == "pr-unaddressed" and decided["confidence"] < 0.7
         assert f"| {remark.key} | Open (likely still open) |" in _summary(bot)
         [run] = [r for r in bot.fake.check_runs(REPO, sha(2)) if r["name"] == "roundwise"]
         assert f"**{remark.key}** likely still open: `pr-unaddressed`" in \

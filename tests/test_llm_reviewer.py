@@ -515,6 +515,7 @@ async def test_an_unsure_open_remark_is_verified_first_and_may_be_resolved():
 
 
 def test_without_a_verifier_the_unsure_open_stands():
+    from tracker.calibration import unsure
     from tracker.decide import Verdict, apply_verdict
 
     remark = Defect(key="D2", description="please fold this into one well-named helper",
@@ -523,7 +524,7 @@ def test_without_a_verifier_the_unsure_open_stands():
     ctx.tracked.append(remark)
     decisions = {d.key: d for d in offline_engine_decisions(ctx)}
     d2 = decisions["D2"]
-    assert (d2.state, d2.candidate) == (State.OPEN, True) and d2.confidence < 0.5
+    assert (d2.state, d2.candidate) == (State.OPEN, True) and unsure(d2.confidence)
     assert apply_verdict(d2, None) is d2  # nothing verified: the rule stands
     sure = decisions["D1"]
     assert apply_verdict(sure, Verdict("D1", State.REOPENED, "x")).state is sure.state

@@ -102,7 +102,7 @@ async def test_even_when_asked_an_overturn_needs_a_quote_from_the_head():
 
 
 def remark_round() -> RoundContext:
-    """An unsure Open (a remark on the whole PR, confidence 0.4): what the verifier is for."""
+    """An unsure Open (a remark on the whole PR, calibrated about 0.6): what the verifier is for."""
     remark = Defect(key="D1", description="please fold the quota checks into one helper",
                     origin="human", state=State.NEW, raised_round=1, state_round=1)
     return context({"src/quota.js": "export {};\n"}, {"src/quota.js": QUOTA_FIXED},

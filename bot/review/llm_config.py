@@ -30,8 +30,8 @@ LLM_SETTINGS: dict[str, tuple[str, str]] = {
                                     "24000"),
     "ROUNDWISE_LLM_CACHE": ("folder for an on-disk cache of LLM answers", "unset"),
     "ROUNDWISE_VERIFY_BELOW": (("the model verifies only the tracker's decisions less sure "
-                                "than this (rule confidence, 0..1; above 1 = all of them)"),
-                               "0.5"),
+                                "than this (calibrated confidence, 0..1; above 1 = all of "
+                                "them; default: the unsure ones)"), "0.75"),
 }
 
 
@@ -62,9 +62,10 @@ class LLMConfig:
     max_calls: int = 4  # detection calls per round at most (the diff is split by file)
     verify_batch: int = 5  # tracked defects per verification call at most
     min_confidence: float = 0.5  # findings the model is less sure of are dropped
-    # Only the tracker's candidate decisions whose rule confidence is below this go to the
-    # verifier: a model may not overturn a sure, evidence-backed ruling.
-    verify_below: float = 0.5
+    # Only the tracker's candidate decisions whose calibrated confidence is below this go to
+    # the verifier: the unsure ones (tracker.calibration.SURE); a model may not overturn a
+    # sure, evidence-backed ruling.
+    verify_below: float = 0.75
     concurrency: int = 4
     cache_dir: str | None = None
 
