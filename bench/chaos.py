@@ -41,7 +41,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bot import render
+from bot.pr import render
 from bot.store import open_queue_store
 from tracker.ledger import Ledger
 from tracker.lines import split_lines

@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 
-from bot import render
+from bot.pr import render
 from bot.review.llm_config import configure_litellm
 from bot.store import LedgerStore, QueueStore, open_ledger_store, open_queue_store, split_schema
 

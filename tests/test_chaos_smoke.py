@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from bot import render
+from bot.pr import render
 
 
 def test_chaos_smoke():

@@ -13,7 +13,7 @@ import threading
 import aiohttp
 
 from bench import payloads
-from bot import app as app_module
+from bot.server import app as app_module
 from bot.store import open_queue_store
 from tracker.ledger import Ledger
 from tracker.store import LedgerStore

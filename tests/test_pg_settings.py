@@ -6,8 +6,8 @@ that line nor the ready line shows the URL's password.
 
 from __future__ import annotations
 
-from bot.config import Config
-from bot.startup import check_ledger, ready_line
+from bot.config.env import Config
+from bot.server.startup import check_ledger, ready_line
 from bot.store.queue import redact
 
 

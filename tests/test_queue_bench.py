@@ -13,8 +13,8 @@ import pytest
 from bench import bench_ack, bench_queue
 from bench.queue_drain import buckets
 from bench.queue_fill import backlog
-from bot import jobs
 from bot.jobs import JobQueue
+from bot.jobs import queue as jobs
 from bot.store import open_queue_store
 from bot.store import sqlite as sqlite_store
 
@@ -243,7 +243,7 @@ def test_settling_the_heap_freezes_start_up_and_collects_the_young_less_often():
     """What ``roundwise serve`` does once it listens (and the ack bench does to both servers)."""
     import gc
 
-    from bot.serving import GC_THRESHOLDS, settle_heap
+    from bot.server.serving import GC_THRESHOLDS, settle_heap
 
     before = gc.get_threshold()
     try:

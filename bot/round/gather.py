@@ -17,13 +17,13 @@ from tracker.interdiff import interdiff
 from tracker.ledger import Ledger
 from tracker.models import Defect
 
-from ..bounds import DEFAULT as DEFAULT_LIMITS
-from ..bounds import ReviewLimits, bound_diff, too_large_note
+from ..config.bounds import DEFAULT as DEFAULT_LIMITS
+from ..config.bounds import ReviewLimits, bound_diff, too_large_note
+from ..config.repo_settings import PATH as SETTINGS_PATH
+from ..config.repo_settings import SettingsError, parse_settings
 from ..forge import ForgeReader, NotAcceptable, NotFound, PullRequest, Unprocessable
 from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
-from ..settings import PATH as SETTINGS_PATH
-from ..settings import SettingsError, parse_settings
 from ..store.offload import off_loop
 
 __all__ = ["MAX_FILES", "RoundInputs", "gather", "read_settings"]
@@ -61,7 +61,7 @@ async def read_settings(forge: ForgeReader, default_drafts: bool = False
 async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest, number: int,
                  settings: Settings, limits: ReviewLimits = DEFAULT_LIMITS) -> RoundInputs:
     """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``.
-    The diffs are cut to ``limits`` (``bot.bounds``); what was left out is noted."""
+    The diffs are cut to ``limits`` (``bot.config.bounds``); what was left out is noted."""
     head = pull.head_sha
     previous = await off_loop(store, store.last_round, pr["id"])
     skipped: list[str] = []

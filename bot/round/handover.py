@@ -16,8 +16,8 @@ import logging
 
 from tracker.ledger import Ledger
 
-from .. import checks
 from ..forge import Forge
+from ..pr import checks
 from ..store.offload import off_loop
 from .plan import RoundPlan
 from .publish import _markers

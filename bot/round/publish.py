@@ -17,8 +17,8 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
 
-from .. import render, summary
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
+from ..pr import render, summary
 from ..review.engine import model_silence_note
 from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
@@ -164,7 +164,7 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
                      "here only: " + ", ".join(record.vanished) + ".")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
-    notes += [f"⚠️ {note}" for note in (shown.skipped if shown else [])]  # bot.bounds
+    notes += [f"⚠️ {note}" for note in (shown.skipped if shown else [])]  # bot.config.bounds
     pr = store.pull_request_by_id(pr_id)
     held, notices = _held(store, pr_id, number, shown)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],

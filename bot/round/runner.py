@@ -1,6 +1,6 @@
 """``RoundRunner``: the server's ``round`` job, the four steps in order under the PR's lease.
 
-It knows no host: ``forge_for(job)`` (given by the composition root, ``bot.app``) returns the
+It knows no host: ``forge_for(job)`` (given by the composition root, ``bot.server.app``) returns the
 job's repository as a ``Forge``.
 
 It reads the PR and the repository's settings from the forge (skipping closed and draft PRs),
@@ -19,12 +19,13 @@ from tracker.intake import take_reaction
 from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
 
-from .. import checks, metrics
-from ..bounds import DEFAULT as DEFAULT_LIMITS
-from ..bounds import ReviewLimits
+from ..config.bounds import DEFAULT as DEFAULT_LIMITS
+from ..config.bounds import ReviewLimits
 from ..forge import Comment, Forge
 from ..jobs import Job
+from ..pr import checks
 from ..review.engine import Engine
+from ..server import metrics
 from ..store.offload import off_loop
 from .commit import commit
 from .gather import gather, read_settings

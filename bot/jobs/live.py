@@ -19,7 +19,7 @@ from tracker import learnings
 from tracker.ledger import Ledger
 from tracker.verdicts import refresh, summarise
 
-from .metrics import REGISTRY
+from ..server.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

@@ -86,8 +86,8 @@ def cmd_stats(args) -> int:
     from tracker import learnings
     from tracker.verdicts import refresh, summarise
 
-    from .store import open_ledger_store
-    from .store.target import TargetError, check_target
+    from ..store import open_ledger_store
+    from ..store.target import TargetError, check_target
 
     try:
         check_target(args.ledger, must_exist=True)

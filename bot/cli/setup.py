@@ -24,8 +24,8 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from .config import DEFAULT_API_URL
-from .envfile import write_env
+from ..config.env import DEFAULT_API_URL
+from ..config.envfile import write_env
 
 __all__ = ["DEFAULT_MANIFEST", "SetupError", "add_commands", "build_manifest", "run_setup"]
 

@@ -37,14 +37,14 @@ def _target(args) -> str:
 
 
 def _redact(target: str) -> str:
-    from .store.queue import redact
+    from ..store.queue import redact
 
     return redact(target)
 
 
 def _usable(command: str, target: str, *, must_exist: bool) -> bool:
     """Whether ``target`` can be opened for ``command``; else one line on stderr saying why."""
-    from .store.target import TargetError, check_target
+    from ..store.target import TargetError, check_target
 
     try:
         check_target(target, must_exist=must_exist)
@@ -63,7 +63,7 @@ def _failed(command: str, target: str, exc: BaseException) -> int:
 
 
 def cmd_migrate(args) -> int:
-    from .store import DB_ERRORS, is_postgres, open_ledger_store, open_queue_store
+    from ..store import DB_ERRORS, is_postgres, open_ledger_store, open_queue_store
 
     target = _target(args)
     if not _usable("migrate", target, must_exist=False):
@@ -88,9 +88,9 @@ def _pool_timeout() -> type[BaseException]:
 
 
 def cmd_prune(args) -> int:
-    from .config import ConfigError, retention_days
-    from .retention import prune
-    from .store import open_queue_store
+    from ..config.env import ConfigError, retention_days
+    from ..jobs.retention import prune
+    from ..store import open_queue_store
 
     try:
         days = args.days if args.days is not None else retention_days(
@@ -103,7 +103,7 @@ def cmd_prune(args) -> int:
     target = _target(args)
     if not _usable("prune", target, must_exist=True):  # never create an empty ledger here
         return 2
-    from .store import DB_ERRORS
+    from ..store import DB_ERRORS
 
     try:
         store = open_queue_store(target)  # retention is the queue's data (the ledger is kept)

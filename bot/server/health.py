@@ -23,7 +23,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from .store import DB_ERRORS
+from ..store import DB_ERRORS
 
 __all__ = ["AlreadyServing", "ServerLock", "problems"]
 

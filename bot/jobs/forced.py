@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from .jobs import JobQueue
+from .queue import JobQueue
 
 __all__ = ["PER_HOUR", "WRITE", "may_force", "recent_forced"]
 

@@ -4,7 +4,7 @@
 comments, replies and thread resolutions go into the ledger through ``tracker.intake``;
 ``/roundwise`` commands are checked (write access for resolve/ignore/unmute, through the API)
 and carried out. Whatever a job changes in the ledger, every surface that shows it follows
-(``bot.surfaces``). Every action stays inside the repository and pull request the job came
+(``bot.pr.surfaces``). Every action stays inside the repository and pull request the job came
 from.
 """
 
@@ -18,15 +18,16 @@ from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, SignalKind
 
-from . import live, render
-from .commands import NEEDS_WRITE, parse_command
+from ..forge import ForgeError
+from ..github.payloads import code_from_hunk, comment_from_payload
+from ..pr import render
+from ..pr.surfaces import refresh_surfaces
+from ..round import RoundRunner
+from ..store.offload import off_loop
+from . import live
 from .forced import PER_HOUR, may_force, recent_forced
-from .forge import ForgeError
-from .github.payloads import code_from_hunk, comment_from_payload
-from .jobs import Job, JobQueue, RetryLater
-from .round import RoundRunner
-from .store.offload import off_loop
-from .surfaces import refresh_surfaces
+from .queue import Job, JobQueue, RetryLater
+from .slash_commands import NEEDS_WRITE, parse_command
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ class Handlers:
 
     async def _refresh(self, job: Job, changed: list[str] = ()) -> None:
         """A person changed the ledger: the summary, the check and the threads of ``changed``
-        defects follow, once each (``bot.surfaces``)."""
+        defects follow, once each (``bot.pr.surfaces``)."""
         pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
         if pr is not None:
             await refresh_surfaces(self.rounds.forge(job), self.ledger, pr,
@@ -172,7 +173,7 @@ class Handlers:
         if command.name == "help":
             await gh.create_issue_comment(job.number, render.HELP)
             return "help"
-        if command.name == "review":  # bot.forced: write access or the author; a rate limit
+        if command.name == "review":  # bot.jobs.forced: write access or the author; a rate limit
             already = await self.queue.call(recent_forced, self.queue, job.repo, job.number)
             refusal = may_force(await gh.permission(user), user, job.payload.get("pr_author"),
                                 already)

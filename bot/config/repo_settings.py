@@ -34,8 +34,8 @@ import yaml
 
 from tracker.models import SEVERITIES
 
-from .review.engine import Settings
-from .review.paths import MAX_INSTRUCTIONS, PathRule
+from ..review.engine import Settings
+from ..review.paths import MAX_INSTRUCTIONS, PathRule
 
 PATH = ".github/roundwise.yml"
 MAX_BYTES = 64 * 1024

@@ -23,8 +23,8 @@ from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
 
-from .forge import Forge, ForgeError, NotFound, Unprocessable
-from .store.offload import off_loop
+from ..forge import Forge, ForgeError, NotFound, Unprocessable
+from ..store.offload import off_loop
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
            "standing", "start", "supersede"]
@@ -192,7 +192,7 @@ def _with_notice(out: dict, row: dict) -> dict:
     usage = _saved_plan(row).get("usage") or {}
     if not usage.get("failed"):
         return out
-    from .review.engine import Usage, model_silence_note
+    from ..review.engine import Usage, model_silence_note
 
     known = {k: v for k, v in usage.items() if k in Usage.__dataclass_fields__}
     note = model_silence_note(row["number"], Usage(**known))

@@ -43,7 +43,7 @@ def _name(rule_id: str) -> str:
 @cache
 def _tables() -> dict[str, dict]:
     """Rule id -> what the offline tables say of it (the first row of a rule wins)."""
-    from .review.offline import RUFF_RULES, RULES
+    from ..review.offline import RUFF_RULES, RULES
 
     out: dict[str, dict] = {}
     for rule in RULES:

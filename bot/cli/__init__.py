@@ -1,14 +1,17 @@
 """The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App), ``setup`` (create the App),
-``review`` (local git) and ``db`` (the store's upkeep).
+``review`` (local git), ``stats`` and ``db`` (the store's upkeep).
 
-``roundwise.cli`` composes these with the bench's; this module knows nothing of the bench.
+``add_commands`` registers them; each lives in its own module, imported only when the parser is
+built: ``setup``, ``local`` (``roundwise review``, with its outputs ``textreport``, ``sarif`` and
+``fixpatch``), ``stats`` and ``db``; ``serve`` is ``bot.server.app.serve``. ``roundwise.cli``
+composes these with the bench's; this package knows nothing of the bench.
 """
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "db", "fixpatch", "local", "sarif", "setup", "stats", "textreport"]
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -16,7 +19,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve", help="run the GitHub App's webhook server",
         description="Serve POST /webhook, GET /healthz and GET /metrics. Configuration comes "
-                    "from the environment (see bot/config.py); a missing or invalid setting "
+                    "from the environment (see bot/config/env.py); a missing or invalid setting "
                     "stops the server at start-up with a message saying how to fix it.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -37,12 +40,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     add_stats(sub)
 
-    from .dbcli import add_commands as add_db
+    from .db import add_commands as add_db
 
     add_db(sub)
 
 
 def cmd_serve(args) -> int:
-    from .app import serve
+    from ..server.app import serve
 
     return serve(args.host, args.port, args.env_file)

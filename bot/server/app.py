@@ -2,12 +2,12 @@
 
 ``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), with
 GitLab configured ``POST /gitlab/webhook`` (``bot.gitlab``), ``GET /healthz``
-and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.home``). It opens
+and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.server.home``). It opens
 the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
 PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
 (on PostgreSQL: those whose lease ran out) and starts the worker pool; on shutdown
 it stops the workers and closes everything. ``serve`` reads ``.env``, runs the start-up checks
-(``bot.startup``) and logs the ready line once listening.
+(``bot.server.startup``) and logs the ready line once listening.
 """
 
 from __future__ import annotations
@@ -23,22 +23,22 @@ from aiohttp import web
 from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
+from ..config.env import Config, ConfigError, load_config
+from ..forge import Forge
+from ..github import GitHubApp, GitHubForge, RetryPolicy
+from ..github.webhooks import handle_webhook
+from ..gitlab import mount as mount_gitlab
+from ..jobs import JobQueue, Workers
+from ..jobs.handlers import Handlers
+from ..jobs.retention import prune_periodically
+from ..review.engine import Engine, offline_engine
+from ..round import RoundRunner
+from ..store import is_postgres, off_loop, open_ledger_store, open_queue_store
+from ..store.queue import redact
 from . import health, metrics, tempclean
 from .appkeys import STATE, UNVERIFIED
-from .config import Config, ConfigError, load_config
 from .disconnects import disconnects
-from .forge import Forge
-from .github import GitHubApp, GitHubForge, RetryPolicy
-from .github.webhooks import handle_webhook
-from .gitlab import mount as mount_gitlab
-from .handlers import Handlers
-from .jobs import JobQueue, Workers
 from .logs import with_job_context
-from .retention import prune_periodically
-from .review.engine import Engine, offline_engine
-from .round import RoundRunner
-from .store import is_postgres, off_loop, open_ledger_store, open_queue_store
-from .store.queue import redact
 from .unverified import UnverifiedBodies
 
 log = logging.getLogger("roundwise")
@@ -54,21 +54,21 @@ class State:
     session: aiohttp.ClientSession | None = None
     github: GitHubApp | None = None
     workers: Workers | None = None
-    pruner: asyncio.Task | None = None  # hourly retention (bot.retention)
+    pruner: asyncio.Task | None = None  # hourly retention (bot.jobs.retention)
 
 
 def build_engine(config: Config) -> Engine:
     """The offline engine, or the LLM engine for ``config.llm``."""
     if config.llm is None:
         return offline_engine()
-    from .review.llm import build_llm_engine
+    from ..review.llm import build_llm_engine
 
     return build_llm_engine(config.llm)
 
 
 async def healthz(request: web.Request) -> web.Response:
     state: State = request.app[STATE]
-    # a database write and the workers (bot.health); off the loop on a network database
+    # a database write and the workers (bot.server.health); off the loop on a network database
     problems = await off_loop(state.ledger, health.problems, state)
     if problems:
         return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
@@ -106,7 +106,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
-    app[UNVERIFIED] = UnverifiedBodies()  # bot.unverified: slow bodies cannot take every slot
+    app[UNVERIFIED] = UnverifiedBodies()  # bot.server.unverified: slow bodies cannot take every slot
     if config.app_id:  # no App, no GitHub deliveries (a server for GitLab alone)
         app.router.add_post("/webhook", handle_webhook)
     gitlab = mount_gitlab(app, config.gitlab, config.bot_login) if config.gitlab else None
@@ -119,7 +119,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
     async def start(app: web.Application) -> None:
         if lock:
-            lock.acquire()  # one server per SQLite ledger file (bot.health)
+            lock.acquire()  # one server per SQLite ledger file (bot.server.health)
         await asyncio.to_thread(tempclean.clean_stale)  # what a killed server left in /tmp
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
@@ -174,7 +174,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None
 
     Every problem found before listening is one line on stderr and exit status 2.
     """
-    from .envfile import EnvFileError, load_env_file, readable_by_others
+    from ..config.envfile import EnvFileError, load_env_file, readable_by_others
     from .logs import configure_logging
     from .startup import startup_problems
 
@@ -213,7 +213,7 @@ async def _run(config: Config, host: str, port: int) -> int:
     from .serving import GuardedRunner
     from .startup import ready_line
 
-    runner = GuardedRunner(create_app(config))  # bot.serving: connection limits
+    runner = GuardedRunner(create_app(config))  # bot.server.serving: connection limits
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

@@ -21,12 +21,12 @@ from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
 from tracker.models import SEVERITIES, DecidedBy, Decision
 
-from .checks import blocking_keys
+from ..forge.localgit import LocalError, LocalGitForge
+from ..pr.checks import blocking_keys
+from ..review.engine import Engine, offline_engine
+from ..review.llm_config import LLMConfig
+from ..round import commit, gather, plan, read_settings
 from .fixpatch import fix_patch
-from .localgit import LocalError, LocalGitForge
-from .review.engine import Engine, offline_engine
-from .review.llm_config import LLMConfig
-from .round import commit, gather, plan, read_settings
 
 __all__ = ["Actions", "LocalError", "ModelUnreachable", "add_commands", "record_actions",
            "review_local"]
@@ -161,9 +161,9 @@ def as_text(report: dict) -> str:
 
 
 def as_sarif(report: dict) -> dict:
-    """SARIF 2.1.0 (``bot.sarif``): every anchored defect, with its state as baselineState."""
+    """SARIF 2.1.0 (``bot.cli.sarif``): every anchored defect, with its state as baselineState."""
+    from ..server.startup import project_url, version
     from .sarif import as_sarif as sarif
-    from .startup import project_url, version
 
     return sarif(report, version=version(), information_uri=project_url())
 
@@ -300,7 +300,7 @@ def cmd_review(args) -> int:
         return 2
     engine = None
     if llm is not None:
-        from .review.llm import build_llm_engine
+        from ..review.llm import build_llm_engine
 
         engine = build_llm_engine(llm)
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
-from .store import DB_ERRORS, QueueStore
+from ..store import DB_ERRORS, QueueStore
 
 __all__ = ["EVERY", "cutoff", "prune", "prune_periodically"]
 

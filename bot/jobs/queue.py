@@ -22,9 +22,9 @@ from typing import Any
 
 from tracker.ledger import Ledger
 
-from . import metrics
-from .store import DB_ERRORS, Job, QueueStore
-from .store.sqlite import SqliteQueueStore
+from ..server import metrics
+from ..store import DB_ERRORS, Job, QueueStore
+from ..store.sqlite import SqliteQueueStore
 
 __all__ = ["Job", "JobQueue", "RetryLater", "Workers"]
 

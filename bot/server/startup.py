@@ -1,6 +1,6 @@
 """Start-up checks beyond parsing: the model's key, an optional probe call, the ledger's folder.
 
-``bot.config`` checks each setting on its own; this module checks what needs the outside world:
+``bot.config.env`` checks each setting on its own; this module checks what needs the outside world:
 that the provider key a model needs is in the environment (litellm knows which variable each
 provider reads), that the model answers (``ROUNDWISE_CHECK_MODEL=1``), and that the ledger file
 can be created where ``ROUNDWISE_DB`` says (or, for a ``postgresql://`` URL, that its server
@@ -16,10 +16,10 @@ import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
-from .config import Config
-from .review.llm_config import LLMConfig
-from .store.queue import is_postgres, redact, split_schema
-from .store.target import relative_hint
+from ..config.env import Config
+from ..review.llm_config import LLMConfig
+from ..store.queue import is_postgres, redact, split_schema
+from ..store.target import relative_hint
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
            "startup_problems", "version"]
@@ -160,7 +160,7 @@ def check_postgres(target: str) -> str | None:
 
 
 def startup_problems(config: Config) -> list[str]:
-    """Every start-up problem ``bot.config`` cannot see, each as one line."""
+    """Every start-up problem ``bot.config.env`` cannot see, each as one line."""
     problems = check_model(config.llm)
     ledger = check_ledger(config.db_path)
     if ledger:

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..gitlab.settings import SETTINGS as GITLAB_SETTINGS
+from ..gitlab.settings import GitLabConfig
+from ..review.llm_config import LLM_SETTINGS, LLMConfig
+from ..review.prompt_context import CONTEXT_SETTINGS
+from ..store.queue import is_postgres, split_schema, sqlite_path
 from .bounds import ReviewLimits
-from .gitlab.settings import SETTINGS as GITLAB_SETTINGS
-from .gitlab.settings import GitLabConfig
-from .review.llm_config import LLM_SETTINGS, LLMConfig
-from .review.prompt_context import CONTEXT_SETTINGS
-from .store.queue import is_postgres, split_schema, sqlite_path
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
 
@@ -85,10 +85,10 @@ class Config:
     review_drafts: bool = False
     check_model: bool = False  # one tiny call to the model at start-up
     log_format: str = "text"
-    retention_days: float = 14.0  # processed deliveries and finished jobs (bot.retention)
+    retention_days: float = 14.0  # processed deliveries and finished jobs (bot.jobs.retention)
     job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
     gitlab: GitLabConfig | None = None  # None: no GitLab (bot.gitlab)
-    review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.bounds
+    review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.config.bounds
 
     @property
     def model(self) -> str | None:
@@ -244,9 +244,9 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         except ValueError as exc:
             problems.append(f"ROUNDWISE_DB: {exc}")
     else:
-        from .store.target import TargetError, check_target
+        from ..store.target import TargetError, check_target
 
-        try:  # the scheme here; the folder and writability in bot.startup
+        try:  # the scheme here; the folder and writability in bot.server.startup
             check_target(db, folder=False)
         except TargetError as exc:
             problems.append(f"ROUNDWISE_DB: {exc}")

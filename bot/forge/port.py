@@ -3,7 +3,7 @@
 A round reads a pull request, its diffs and files (``ForgeReader``) and, on a host that takes
 comments, posts a review, replies, resolves threads and keeps a summary (``Forge``). The round
 (``bot.round``) only speaks this interface; ``bot.github.GitHubForge`` speaks GitHub's REST and
-GraphQL behind it, ``bot.localgit.LocalGitForge`` reads a local repository (it posts nothing:
+GraphQL behind it, ``bot.forge.localgit.LocalGitForge`` reads a local repository (it posts nothing:
 ``roundwise review`` prints its report instead). Adding a forge is one module implementing
 these methods (the shape follows gidgethub's ``abc.py``: the interface here, thin backends).
 
@@ -216,7 +216,7 @@ class Forge(ForgeReader):
     async def permission(self, user: str) -> str:
         """``admin``, ``maintain``, ``write``, ``read`` or ``none``."""
 
-    # The merge gate (``bot.checks``): a host without these keeps the defaults and the round
+    # The merge gate (``bot.pr.checks``): a host without these keeps the defaults and the round
     # goes on without requesting changes.
 
     async def reviews(self, number: int) -> list[Review]:
@@ -228,7 +228,7 @@ class Forge(ForgeReader):
     async def dismiss_review(self, number: int, review_id: int, message: str) -> None:
         """Dismiss one of the bot's reviews (that requested changes), saying why."""
 
-    # Check runs (the merge gate, ``bot.checks``). A forge without them keeps these defaults:
+    # Check runs (the merge gate, ``bot.pr.checks``). A forge without them keeps these defaults:
     # creating answers None and the round goes on without a check.
 
     async def create_check_run(self, head_sha: str, fields: dict) -> int | None:

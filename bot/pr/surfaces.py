@@ -6,7 +6,7 @@ is resolved, ``/roundwise resolve``/``ignore``/``unmute``), and each of those us
 surface only: the check said "3 open" while the sticky summary still said "1 open defect".
 ``refresh_surfaces`` is what every such job calls once, at its end: the summary re-rendered
 from the ledger (edited only when it reads differently), then the check run
-(``bot.checks.refresh``), then the threads of the defects the job changed
+(``bot.pr.checks.refresh``), then the threads of the defects the job changed
 (``bot.round.threads``): a bot thread folded when its defect is Resolved, any thread unfolded
 when its defect is back. Before the PR's first round there is nothing to refresh.
 """
@@ -16,12 +16,12 @@ from __future__ import annotations
 from tracker.ledger import Ledger
 from tracker.lifecycle import State
 
+from ..forge import Forge, NotFound
+from ..round import RoundPlan, post_summary, summary_body
+from ..round.publish import body_sha
+from ..round.threads import sync_threads
+from ..store.offload import off_loop
 from . import checks
-from .forge import Forge, NotFound
-from .round import RoundPlan, post_summary, summary_body
-from .round.publish import body_sha
-from .round.threads import sync_threads
-from .store.offload import off_loop
 
 __all__ = ["refresh_surfaces", "thread_wanted"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tracker.discussion import MAX_MESSAGES, first_lines
 
-from .forge import ForgeReader, PullRequest
+from .port import ForgeReader, PullRequest
 
 __all__ = ["LocalError", "LocalGitForge", "git"]
 

@@ -8,7 +8,7 @@ their signature is known: ``PER_PEER`` for one client address (past it: 429) and
 all (past it: 503), both answered at once with the connection closed. A body already whole
 when its handler starts (nearly every delivery GitHub sends) takes no slot: it costs nothing to
 check. While reading, a request's transport is listed in ``reading``, oldest first, so the
-connection cap (``bot.serving``) closes the oldest of them rather than refuse a new client.
+connection cap (``bot.server.serving``) closes the oldest of them rather than refuse a new client.
 """
 
 from __future__ import annotations

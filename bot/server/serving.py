@@ -63,7 +63,7 @@ class _CappedServer(Server):
                          and not h._messages), None)
             self._warn(f"{len(self._connections)} connections open: "
                        + ("closing the oldest idle one" if idle else "refusing new ones"))
-            if idle is None:  # the oldest unverified body being read gives way (bot.unverified)
+            if idle is None:  # the oldest unverified body being read gives way (bot.server.unverified)
                 reader = oldest_reading()
                 if reader is not None:
                     reader.close()
