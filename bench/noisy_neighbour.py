@@ -194,7 +194,7 @@ def flood_process(port: int, connections: int, conn) -> None:
 
 def rounds_done(db: str, expected: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """The (PR, head) pairs of ``expected`` whose round completed for that exact head."""
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
 
     done = []
     with Ledger(db) as ledger:
@@ -207,7 +207,7 @@ def rounds_done(db: str, expected: list[tuple[int, str]]) -> list[tuple[int, str
 
 
 def hostile_rounds(db: str) -> list[dict]:
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
 
     with Ledger(db) as ledger:
         pr = ledger.find_pull_request(REPO, HOSTILE)

@@ -40,7 +40,7 @@ from bot.review.engine import Engine
 from bot.review.llm_config import LLMConfig
 from bot.server.app import create_app
 from bot.store import open_queue_store
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from . import payloads
 from .fake_github import FakeGitHub

@@ -38,7 +38,7 @@ from bot.pr import render
 from bot.server.app import create_app
 from bot.server.appkeys import STATE
 from bot.server.serving import GuardedRunner
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from .conftest import WEBHOOKS, needs_webhook_fixtures
 

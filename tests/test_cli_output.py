@@ -18,7 +18,7 @@ import pytest
 
 from bot.cli.sarif import BASELINE_STATE, CODE_FINGERPRINT, DEFECT_FINGERPRINT
 from bot.cli.textreport import as_text, shorten
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from .test_local_review import commit
 

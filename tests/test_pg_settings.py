@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bot.config.env import Config
 from bot.server.startup import check_ledger, ready_line
-from bot.store.queue import redact
+from bot.store.queue_base import redact
 
 
 def test_an_unreachable_postgres_ledger_is_one_start_up_line_without_the_password():

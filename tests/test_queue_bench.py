@@ -16,7 +16,7 @@ from bench.queue_fill import backlog
 from bot.jobs import JobQueue
 from bot.jobs import queue as jobs
 from bot.store import open_queue_store
-from bot.store import sqlite as sqlite_store
+from bot.store import queue_sqlite as sqlite_store
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ def test_the_agent_prompt_lists_each_open_defect_with_its_fix():
 
 def test_a_note_is_shown_in_its_first_round_only_and_not_when_a_defect_says_it(tmp_path):
     from bot.pr.summary import notes_to_show
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
 
     note = "This change adds new code to `app/core.py` but adds or updates no test."
     with Ledger(tmp_path / "l.db") as ledger:

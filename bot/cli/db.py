@@ -37,7 +37,7 @@ def _target(args) -> str:
 
 
 def _redact(target: str) -> str:
-    from ..store.queue import redact
+    from ..store.queue_base import redact
 
     return redact(target)
 

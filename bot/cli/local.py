@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.store.ledger_sqlite import Ledger, LedgerError
 from tracker import learnings, verdicts
-from tracker.ledger import Ledger, LedgerError
 from tracker.lifecycle import State
 from tracker.models import SEVERITIES, DecidedBy, Decision
 

@@ -17,7 +17,7 @@ from ..gitlab.settings import SETTINGS as GITLAB_SETTINGS
 from ..gitlab.settings import GitLabConfig
 from ..review.llm_config import LLM_SETTINGS, LLMConfig
 from ..review.prompt_context import CONTEXT_SETTINGS
-from ..store.queue import is_postgres, split_schema, sqlite_path
+from ..store.queue_base import is_postgres, split_schema, sqlite_path
 from .bounds import ReviewLimits
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]

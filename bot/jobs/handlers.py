@@ -14,9 +14,10 @@ import logging
 
 from tracker import learnings
 from tracker.intake import take_comment, take_thread
-from tracker.ledger import Ledger, LedgerError
+from tracker.ledger_base import LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, SignalKind
+from tracker.store import LedgerStore
 
 from ..forge import ForgeError
 from ..github.payloads import code_from_hunk, comment_from_payload
@@ -35,7 +36,7 @@ WRITE = {"admin", "write", "maintain"}
 
 
 class Handlers:
-    def __init__(self, ledger: Ledger, queue: JobQueue, rounds: RoundRunner,
+    def __init__(self, ledger: LedgerStore, queue: JobQueue, rounds: RoundRunner,
                  *, bot_logins: set[str]):
         self.ledger = ledger
         self.queue = queue

@@ -16,7 +16,7 @@ import logging
 from prometheus_client import Gauge
 
 from tracker import learnings
-from tracker.ledger import Ledger
+from tracker.store import LedgerStore
 from tracker.verdicts import refresh, summarise
 
 from ..server.metrics import REGISTRY
@@ -41,7 +41,7 @@ CONTRADICTION = Gauge(
 )
 
 
-def publish(ledger: Ledger) -> dict:
+def publish(ledger: LedgerStore) -> dict:
     """Set the gauges from the ledger's verdict totals; returns the summary."""
     summary = summarise(ledger)
     for gauge in (VERDICTS, ACCEPTANCE, CONTRADICTION):
@@ -59,7 +59,7 @@ def publish(ledger: Ledger) -> dict:
     return summary
 
 
-def after_job(ledger: Ledger, repo: str | None, number: int | None,
+def after_job(ledger: LedgerStore, repo: str | None, number: int | None,
               bot_logins: set[str]) -> None:
     """Refresh one PR's verdicts and the gauges; a failure here never fails the job."""
     if not repo or number is None:

@@ -20,11 +20,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from ..server import metrics
 from ..store import DB_ERRORS, Job, QueueStore
-from ..store.sqlite import SqliteQueueStore
+from ..store.queue_sqlite import SqliteQueueStore
 
 __all__ = ["Job", "JobQueue", "RetryLater", "Workers"]
 

@@ -19,9 +19,9 @@ import logging
 from datetime import UTC, datetime
 
 from tracker.calibration import unsure_label
-from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
+from tracker.store import LedgerStore
 
 from ..forge import Forge, ForgeError, NotFound, Unprocessable
 from ..store.offload import off_loop
@@ -199,7 +199,7 @@ def _with_notice(out: dict, row: dict) -> dict:
     return {**out, "summary": f"{note}\n\n{out['summary']}"}
 
 
-async def _round(store: Ledger, pr_id: int, number: int) -> dict | None:
+async def _round(store: LedgerStore, pr_id: int, number: int) -> dict | None:
     return await off_loop(store, store.round, pr_id, number)
 
 
@@ -208,7 +208,7 @@ def external_id(pr_id: int, number: int) -> str:
     return f"roundwise:{pr_id}:r{number}"
 
 
-async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
+async def start(forge: Forge, store: LedgerStore, pr_id: int, number: int, head: str,
                 *, resumed: bool = False) -> int | None:
     """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id.
     ``resumed``: the round ran before (a crash may have come between creating its check run
@@ -238,7 +238,7 @@ async def start(forge: Forge, store: Ledger, pr_id: int, number: int, head: str,
     return check_id
 
 
-async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
+async def complete(forge: Forge, store: LedgerStore, pr: dict, number: int, head: str,
                    fail_on: str | None) -> str | None:
     """Complete round ``number``'s check from the ledger; the conclusion given."""
     row = await _round(store, pr["id"], number)
@@ -263,7 +263,7 @@ async def complete(forge: Forge, store: Ledger, pr: dict, number: int, head: str
     return result
 
 
-async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str) -> None:
+async def fail(forge: Forge, store: LedgerStore, pr_id: int, number: int, reason: str) -> None:
     """Complete a failed round's check as ``neutral`` with the reason."""
     row = await _round(store, pr_id, number)
     if not row or not row.get("check_run_id"):
@@ -281,7 +281,7 @@ async def fail(forge: Forge, store: Ledger, pr_id: int, number: int, reason: str
     await _remember(store, row, "failed", "neutral")
 
 
-async def supersede(forge: Forge, store: Ledger, pr_id: int, number: int, head: str) -> None:
+async def supersede(forge: Forge, store: LedgerStore, pr_id: int, number: int, head: str) -> None:
     """Complete the check of round ``number``, which a push of ``head`` overtook, as
     ``neutral``: the newer head has its own check, and this one must not spin for ever."""
     row = await _round(store, pr_id, number)
@@ -303,7 +303,7 @@ async def supersede(forge: Forge, store: Ledger, pr_id: int, number: int, head: 
     await _remember(store, row, "superseded", "neutral")
 
 
-async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
+async def refresh(forge: Forge, store: LedgerStore, pr: dict) -> str | None:
     """After a person resolved, ignored or raised a defect: update the last round's completed
     check when its title or conclusion changed, with the ``fail_on`` it was completed under
     (no new annotations: GitHub only appends them). The new conclusion, or None."""
@@ -336,7 +336,7 @@ async def refresh(forge: Forge, store: Ledger, pr: dict) -> str | None:
 VERDICT_MARKER = "<!-- roundwise:verdict -->"
 
 
-async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
+async def verdict(forge: Forge, store: LedgerStore, pr: dict, number: int, head: str,
                   fail_on: str | None, bot_logins: set[str]) -> str | None:
     """``review_event: request_changes``: request changes while blocking defects (at or above
     ``fail_on``, else Major) stand; once none does, dismiss the bot's reviews that did. Never
@@ -369,7 +369,7 @@ async def verdict(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
         return None
 
 
-async def _remember(store: Ledger, row: dict, shown_title: str, result: str,
+async def _remember(store: LedgerStore, row: dict, shown_title: str, result: str,
                     fail_on: str | None = None) -> None:
     await off_loop(store, store.update_round, row["id"],
                    check_shown=json.dumps([shown_title, result, fail_on]))

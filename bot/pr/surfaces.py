@@ -13,8 +13,8 @@ when its defect is back. Before the PR's first round there is nothing to refresh
 
 from __future__ import annotations
 
-from tracker.ledger import Ledger
 from tracker.lifecycle import State
+from tracker.store import LedgerStore
 
 from ..forge import Forge, NotFound
 from ..round import RoundPlan, post_summary, summary_body
@@ -37,7 +37,7 @@ def thread_wanted(defect) -> bool | None:
     return None
 
 
-async def _summary(forge: Forge, store: Ledger, pr: dict, last: dict,
+async def _summary(forge: Forge, store: LedgerStore, pr: dict, last: dict,
                    bot_logins: set[str]) -> None:
     """Re-render the summary from the ledger; edit it only when it reads differently from
     what the last round (or the last refresh) posted, which the round's saved record knows,
@@ -64,7 +64,7 @@ async def _summary(forge: Forge, store: Ledger, pr: dict, last: dict,
         await off_loop(store, store.save_plan, pr["id"], last["number"], plan.to_json())
 
 
-async def refresh_surfaces(forge: Forge, store: Ledger, pr: dict, *, bot_logins: set[str],
+async def refresh_surfaces(forge: Forge, store: LedgerStore, pr: dict, *, bot_logins: set[str],
                            changed: list[str] = ()) -> None:
     """Refresh the summary, the check and the threads of ``changed`` defects from the ledger."""
     last = await off_loop(store, store.last_round, pr["id"])

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from tracker import learnings, verdicts
 from tracker.intake import take_reaction
-from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
+from tracker.store import LedgerStore
 
 from ..config.bounds import DEFAULT as DEFAULT_LIMITS
 from ..config.bounds import ReviewLimits
@@ -39,7 +39,7 @@ __all__ = ["RoundRunner"]
 class RoundRunner:
     """Carries out ``round`` jobs."""
 
-    def __init__(self, ledger: Ledger, forge_for: Callable[[Job], Forge], engine: Engine,
+    def __init__(self, ledger: LedgerStore, forge_for: Callable[[Job], Forge], engine: Engine,
                  serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
                  review_drafts: bool = False, limits: ReviewLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic):

@@ -34,7 +34,7 @@ from ..jobs.retention import prune_periodically
 from ..review.engine import Engine, offline_engine
 from ..round import RoundRunner
 from ..store import is_postgres, off_loop, open_ledger_store, open_queue_store
-from ..store.queue import redact
+from ..store.queue_base import redact
 from . import health, metrics, tempclean
 from .appkeys import STATE, UNVERIFIED
 from .disconnects import disconnects

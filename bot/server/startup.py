@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..config.env import Config
 from ..review.llm_config import LLMConfig
-from ..store.queue import is_postgres, redact, split_schema
+from ..store.queue_base import is_postgres, redact, split_schema
 from ..store.target import relative_hint
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",

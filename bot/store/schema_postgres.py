@@ -1,9 +1,9 @@
-"""The PostgreSQL ledger's schema, as ordered migrations (SQLite's is ``tracker/schema.py``).
+"""The PostgreSQL ledger's schema, as ordered migrations (SQLite's is ``bot/store/schema_sqlite.py``).
 
 One schema definition per engine: PostgreSQL started from the SQLite schema as it stands after
 its migrations m001..m007, with 64-bit ids where GitHub's ids need them (comments, check runs,
 installations) and the ``heartbeat`` table created here rather than on first use. They are
-applied by ``bot.store.postgres.migrate`` (recorded in ``roundwise_migrations`` beside the
+applied by ``bot.store.queue_postgres.migrate`` (recorded in ``roundwise_migrations`` beside the
 queue's, under the same advisory lock). Add new ones at the end; never edit one that shipped.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["LEDGER_MIGRATIONS"]
 
-#: ordered migrations of the ledger's tables (the queue's are ``postgres.MIGRATIONS``); never
+#: ordered migrations of the ledger's tables (the queue's are ``queue_postgres.MIGRATIONS``); never
 #: edit one that shipped, add the next. GitHub ids (comments, check runs) need 64 bits.
 LEDGER_MIGRATIONS: list[tuple[str, str]] = [
     ("ledger_001_core", """
@@ -150,7 +150,7 @@ LEDGER_MIGRATIONS: list[tuple[str, str]] = [
             unique (repo, kind)
         );
     """),
-    # One ledger for GitHub and GitLab (tracker/schema.py m009): the host each PR is on,
+    # One ledger for GitHub and GitLab (bot/store/schema_sqlite.py m009): the host each PR is on,
     # derived from its repo ("gitlab:<project path>" for a GitLab merge request). Self-
     # contained: renumber freely when merging beside other migrations.
     ("ledger_003_pull_request_host", """

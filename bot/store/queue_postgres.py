@@ -19,9 +19,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from tracker.ledger import now
+from tracker.ledger_base import now
 
-from .queue import FINISHED, Delivery, Installation, Job
+from .queue_base import FINISHED, Delivery, Installation, Job
 
 #: advisory lock key held while migrating (any constant unique to roundwise)
 MIGRATE_LOCK = 0x726F756E64  # "round"
@@ -348,7 +348,7 @@ class PostgresQueueStore:
 
     def jobs(self, repo: str | None = None, number: int | None = None,
              status: str | None = None) -> list[Job]:
-        from .sqlite import _job_filter
+        from .queue_sqlite import _job_filter
 
         where, args = _job_filter(repo, number, status, "%s")
         with self.pool.connection() as conn:

@@ -1,4 +1,5 @@
-"""The ledger's schema, as ordered sqlite-utils migrations.
+"""The SQLite ledger's schema, as ordered sqlite-utils migrations (PostgreSQL's is
+``bot/store/schema_postgres.py``).
 
 Each migration runs once per database file, in order, inside a transaction; add new ones at the
 end, never edit an applied one. The tables are meant to be read by people too
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
+
+__all__ = ["migrations"]
 
 migrations = Migrations("roundwise-ledger")
 

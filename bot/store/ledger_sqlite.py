@@ -5,6 +5,8 @@ rounds, defects with their anchors and fingerprints, the state history of every 
 evidence for each decision, the GitHub comments that belong to each defect, installations and
 received webhook deliveries. Every multi-row change runs in one transaction. The ledger does no
 network I/O; deciding states is ``tracker.decide``'s job, the ledger validates and stores them.
+It is one of ``tracker.store.LedgerStore``'s two engines, beside ``bot.store.ledger_postgres``;
+what both do the same way is ``tracker.ledger_base``'s. Its schema is ``bot.store.schema_sqlite``.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from .anchors import fingerprint as code_fingerprint
-from .batch import WRITTEN, apply_decisions, state_before
-from .ledger_base import LedgerBase, LedgerError, dump_defects, now
-from .lifecycle import State
-from .models import DecidedBy, Decision, Defect, Finding, Origin, Signal
-from .schema import migrations
+from tracker.anchors import fingerprint as code_fingerprint
+from tracker.batch import WRITTEN, apply_decisions, state_before
+from tracker.ledger_base import TALLY, LedgerBase, LedgerError, dump_defects, like_prefix, now
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
+
+from .schema_sqlite import migrations
+
+__all__ = ["Ledger", "LedgerError", "dump_defects", "migration_lock", "now"]
 
 
 @contextmanager
@@ -41,29 +46,6 @@ def migration_lock(path: str):
         yield
     finally:
         fd.close()  # closing releases the lock
-
-
-#: per kind of the bot's findings in a repository (the kind: its offline rule, else its MCR
-#: type), how many were judged and dismissed since the kind was last unmuted (written with
-#: %s placeholders; each engine swaps in its own)
-TALLY = """
-    select coalesce(d.rule, d.type) as kind,
-           sum(case when v.verdict = 'dismissed' then 1 else 0 end) as dismissed,
-           count(*) as judged
-    from verdicts v join defects d on d.id = v.defect_id
-    join pull_requests p on p.id = v.pr_id
-    left join learnings l on l.repo = %s and l.kind = coalesce(d.rule, d.type)
-    where (p.repo = %s or p.repo like %s escape '!')
-      and v.kind = 'finding' and d.origin = 'bot'
-      and v.decided_at > coalesce(l.unmuted_at, '')
-    group by coalesce(d.rule, d.type)
-    order by coalesce(d.rule, d.type)
-"""
-
-
-def like_prefix(repo: str) -> str:
-    """A LIKE pattern (escape ``!``) for ``repo:anything``: the local CLI's per-branch PRs."""
-    return repo.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ":%"
 
 
 class Ledger(LedgerBase):

@@ -15,9 +15,8 @@ import time
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from tracker.ledger import Ledger, migration_lock, now
-
-from .queue import FINISHED, Delivery, Installation, Job
+from .ledger_sqlite import Ledger, migration_lock, now
+from .queue_base import FINISHED, Delivery, Installation, Job
 
 migrations = Migrations("roundwise-jobs")
 
@@ -139,7 +138,7 @@ class SqliteQueueStore:
 
     def _accept(self, delivery_id, event, action, kind, repo, number, installation_id,
                 payload, head_sha) -> int | None:
-        """``tracker.ledger``'s ``record_delivery`` then ``_enqueue``; a new delivery (the
+        """``bot.store.ledger_sqlite``'s ``record_delivery`` then ``_enqueue``; a new delivery (the
         usual case) is two inserts."""
         conn = self.db.conn
         stamp = now()

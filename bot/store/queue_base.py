@@ -1,7 +1,7 @@
 """What the job queue needs from a database, as one small interface with typed rows.
 
 ``bot.jobs`` (workers, backoff, metrics) talks only to a ``QueueStore``; the SQL lives in the
-engines (``bot.store.sqlite``, ``bot.store.postgres``). The queue's data is the bot's, not the
+engines (``bot.store.queue_sqlite``, ``bot.store.queue_postgres``). The queue's data is the bot's, not the
 tracker's: webhook deliveries, jobs, per-PR leases and installations.
 """
 
