@@ -6,7 +6,7 @@ signals and comments. Its two engines sit side by side in ``bot.store``: SQLite
 (``bot.store.ledger_postgres.PostgresLedgerStore``); ``bot.store.open_ledger_store`` picks
 either from ``ROUNDWISE_DB``'s form. Both are thin backends over ``tracker.ledger_base`` (what
 every engine does the same way) and ``tracker.batch`` (a round's decisions checked); the tracker
-itself does no I/O of either kind, and its code that reads or writes the ledger
+itself opens no database and does no network I/O, and its code that reads or writes the ledger
 (``tracker.intake``, ``tracker.verdicts``) is written against this interface. Code outside a
 store calls these methods rather than write SQL.
 """
