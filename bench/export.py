@@ -27,7 +27,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 from tracker.lifecycle import carry_forward, parse_state
 from tracker.verdicts import classify
 

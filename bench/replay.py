@@ -34,13 +34,13 @@ from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.app import create_app
-from bot.config import Config
+from bot.config.env import Config
 from bot.github import RetryPolicy
 from bot.review.engine import Engine
 from bot.review.llm_config import LLMConfig
+from bot.server.app import create_app
 from bot.store import open_queue_store
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from . import payloads
 from .fake_github import FakeGitHub

@@ -26,15 +26,15 @@ from typing import Self
 import aiohttp
 from aiohttp import web
 
-from bot.app import create_app
-from bot.config import Config
+from bot.config.env import Config
 from bot.github import RetryPolicy
 from bot.gitlab import GitLabConfig
 from bot.gitlab.ids import from_note, repo_key
 from bot.review.engine import Engine
 from bot.review.llm_config import LLMConfig
+from bot.server.app import create_app
 from bot.store import open_queue_store
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from .fake_gitlab import FakeGitLab, hooks
 from .replay import BotError, collect

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import DiffMap, excerpt, find_code, normalise
 from tracker.decide import RoundInput, decide_round
 from tracker.discussion import first_lines
 from tracker.intake import Comment, Outcome, take_comment
 from tracker.interdiff import interdiff
-from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect
 

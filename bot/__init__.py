@@ -1,7 +1,11 @@
-"""The roundwise GitHub App: webhook server, jobs, GitHub client and review engine."""
+"""The roundwise GitHub App: webhook server, jobs, GitHub client and review engine.
 
-__all__ = ["app", "appkeys", "bounds", "checks", "cli", "commands", "config", "confine", "dbcli",
-           "disconnects", "envfile", "fixpatch", "forced", "forge", "github", "gitlab", "handlers", "health", "home",
-           "jobs", "live", "local", "localgit", "logs", "metrics", "overview", "render", "retention",
-           "review", "round", "sarif", "serving", "settings", "setup", "startup", "stats",
-           "store", "summary", "surfaces", "tempclean", "textreport", "unverified"]
+Its rooms follow the data flow: ``server`` (the HTTP face) takes webhooks into ``jobs`` (the
+durable queue and what each job does), a job runs a ``round`` through ``review`` (the engine)
+over a forge (``forge``: the port; ``github``, ``gitlab``: the backends), keeps its memory in
+``store`` (the ledger and queue engines) and shows the result on the pull request (``pr``);
+``config`` holds the settings, ``cli`` the bot's ``roundwise`` subcommands.
+"""
+
+__all__ = ["cli", "config", "forge", "github", "gitlab", "jobs", "pr", "review", "round", "server",
+           "store"]

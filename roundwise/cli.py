@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="roundwise",
         description="A multi-round pull request reviewer with memory.",
     )
-    from bot.startup import version
+    from bot.server.startup import version
 
     parser.add_argument("--version", action="version", version=f"roundwise {version()}")
     sub = parser.add_subparsers(dest="command", required=True)

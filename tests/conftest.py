@@ -30,7 +30,7 @@ needs_webhook_fixtures = pytest.mark.skipif(
 
 @pytest.fixture
 def ledger(tmp_path):
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
 
     with Ledger(tmp_path / "ledger.db") as led:
         yield led

@@ -1,6 +1,6 @@
 """What the server tests share: the real roundwise app and the fake GitHub, both on loopback.
 
-``running_bot(tmp_path)`` starts ``bench.fake_github.FakeGitHub`` and ``bot.app.create_app`` on
+``running_bot(tmp_path)`` starts ``bench.fake_github.FakeGitHub`` and ``bot.server.app.create_app`` on
 127.0.0.1 (a throwaway App key, a fresh ledger file, small retry waits) and yields a ``Bot``
 that signs and POSTs deliveries, waits for the job queue to drain and reads the ledger through
 a second connection. ``Tap`` records the headers the fake receives and can hold requests until
@@ -32,13 +32,13 @@ from aiohttp import web
 from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.replay import throwaway_key
-from bot import render
-from bot.app import create_app
-from bot.appkeys import STATE
-from bot.config import Config
+from bot.config.env import Config
 from bot.github import RetryPolicy
-from bot.serving import GuardedRunner
-from tracker.ledger import Ledger
+from bot.pr import render
+from bot.server.app import create_app
+from bot.server.appkeys import STATE
+from bot.server.serving import GuardedRunner
+from bot.store.ledger_sqlite import Ledger
 
 from .conftest import WEBHOOKS, needs_webhook_fixtures
 

@@ -19,9 +19,9 @@ import unidiff
 
 from bench.perf import bigdiff as bench_bigdiff
 from bench.perf.bigdiff import GitDiffs, RefFile, big_files
+from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import NEARBY_LINES, Anchor, DiffMap, FileMap, Status
 from tracker.decide import RoundInput, decide_round
-from tracker.ledger import Ledger
 from tracker.models import Finding
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git for the diffs")

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from bot import render
+from bot.pr import render
 
 
 def test_chaos_smoke():
@@ -28,8 +28,8 @@ def test_chaos_smoke():
 async def test_the_soak_tells_a_stale_review_from_the_final_head():
     """The bot reviewed a PR's first push but not its last: the soak's check says so (its shas
     used to share their first 7 characters across a PR's pushes, so it could not)."""
-    from bench.faults import chaos
     from bench.fake_github import FakeGitHub
+    from bench.faults import chaos
 
     from .server_kit import app_keys
 

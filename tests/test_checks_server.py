@@ -247,7 +247,7 @@ async def test_without_review_event_the_bot_only_comments(tmp_path):
 
 
 async def test_fail_on_and_review_event_settings_are_checked():
-    from bot.settings import SettingsError, parse_settings
+    from bot.config.repo_settings import SettingsError, parse_settings
 
     assert parse_settings("fail_on: major\n").fail_on == "Major"
     assert parse_settings("fail_on: none\n").fail_on is None

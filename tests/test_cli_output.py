@@ -16,9 +16,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from bot.sarif import BASELINE_STATE, CODE_FINGERPRINT, DEFECT_FINGERPRINT
-from bot.textreport import as_text, shorten
-from tracker.ledger import Ledger
+from bot.cli.sarif import BASELINE_STATE, CODE_FINGERPRINT, DEFECT_FINGERPRINT
+from bot.cli.textreport import as_text, shorten
+from bot.store.ledger_sqlite import Ledger
 
 from .test_local_review import commit
 
@@ -148,7 +148,7 @@ def test_sarif_is_valid_with_rule_metadata_fingerprints_and_baseline_states(repo
     for log in (first, second, third):
         validate_sarif(log)
     driver = third["runs"][0]["tool"]["driver"]
-    from bot.startup import version
+    from bot.server.startup import version
 
     assert driver["version"] == version()
     rules = {r["id"]: r for r in driver["rules"]}

@@ -84,7 +84,7 @@ def test_an_unreachable_postgresql_is_one_line(tmp_path, command):
 
 
 def test_stats_columns_stay_aligned_for_long_repository_names():
-    from bot.stats import stats_table
+    from bot.cli.stats import stats_table
 
     long_name = "an-organisation-with-a-long-name/and-a-repository-name-longer-still"
     row = {"findings": {"accepted": 3, "dismissed": 1, "acceptance_rate": 0.75},

@@ -7,8 +7,8 @@ reads; a round a newer push overtook hands its posted defects on instead of post
 
 from __future__ import annotations
 
-from bot import render
 from bot.github import RetryPolicy
+from bot.pr import render
 
 from .server_kit import (
     HEAD1,

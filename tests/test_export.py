@@ -17,9 +17,9 @@ from bench.judge import OfflineJudge
 from bench.report import compare
 from bench.scoring import score
 from bench.tasks import load_task, parse_task
+from bot.store.ledger_sqlite import Ledger
 from roundwise.cli import main
 from tracker.intake import take_thread
-from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Finding
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot import render
 from bot.forge import InlineComment
+from bot.pr import render
 from tracker.models import Defect, Finding
 
 from .test_offline_reviewer import review

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.forced import PER_HOUR
+from bot.jobs.forced import PER_HOUR
 
 from .server_kit import HEAD1, INSTALLATION, NUMBER, REPO, open_pr, running_bot
 

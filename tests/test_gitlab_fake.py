@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from bench.fake_gitlab import FakeGitLab
-from bot.config import ConfigError, load_config
+from bot.config.env import ConfigError, load_config
 from bot.forge import InlineComment, Unprocessable
 from bot.github import RetryPolicy
 from bot.gitlab import GitLabClient, GitLabForge

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench import payloads
-from bot import serving
 from bot.github import body as body_module
+from bot.server import serving
 
 from .server_kit import HEAD1, HEAD2, NUMBER, REPO, ROUND2_FILES, open_pr, running_bot
 

@@ -55,7 +55,7 @@ def test_the_build_context_holds_only_what_the_image_copies():
     for path in (".venv/bin/python", ".git/HEAD", "bench-out/index.html", "tests/test_image.py",
                  "bot/__pycache__/app.cpython-311.pyc", ".env", "roundwise.db"):
         assert ignored(path), path
-    for path in ("pyproject.toml", "README.md", "bot/app.py", "tracker/ledger.py",
+    for path in ("pyproject.toml", "README.md", "bot/server/app.py", "bot/store/ledger_sqlite.py",
                  "bench/examples/__init__.py", "roundwise/cli.py"):
         assert not ignored(path), path
 

@@ -110,3 +110,45 @@ def test_the_pipeline_check_sees_a_harness_import():
              "bench.perf.ack": {"bench.replay"}, "bench.fake_github.rest": {"bench.faults"}}
     assert pipeline_to_harness(graph) == [("bench.fake_github.rest", "bench.faults"),
                                           ("bench.report", "bench.perf.ack")]
+
+
+#: what talks to another machine: the tracker imports none of these (it does no network I/O;
+#: the ledger's engines, the PostgreSQL one among them, are ``bot.store``'s)
+NETWORK = {"aiohttp", "gidgethub", "gidgetlab", "http", "httpx", "litellm", "psycopg",
+           "psycopg_pool", "requests", "socket", "ssl", "urllib", "urllib3"}
+
+
+def tracker_imports_out_of_bounds(root: Path = ROOT) -> list[str]:
+    """Every import in ``tracker/`` (module level or lazy, absolute or relative) of a network
+    module or of a module of ``bot`` or ``bench``, as ``path: name``."""
+    wrong = []
+    for path in sorted((root / "tracker").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.ImportFrom):  # relative: ..bot from inside tracker
+                up = len(path.relative_to(root).parts) - node.level
+                names = [node.module or ""] if up <= 0 else []
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in NETWORK or top in ("bot", "bench"):
+                    wrong.append(f"{path.relative_to(root)}: {name}")
+    return wrong
+
+
+def test_the_tracker_imports_no_network_module_and_nothing_of_bot_or_bench():
+    assert (ROOT / "tracker" / "store.py").exists()  # the walk reads the real tracker
+    assert tracker_imports_out_of_bounds() == []
+
+
+def test_the_tracker_check_sees_a_lazy_network_import(tmp_path):
+    (tmp_path / "tracker").mkdir()
+    (tmp_path / "tracker" / "fine.py").write_text("import json\nfrom .models import Defect\n")
+    (tmp_path / "tracker" / "talks.py").write_text(
+        "def f():\n    import psycopg\n    from bot.store import ledger_postgres\n")
+    assert tracker_imports_out_of_bounds(tmp_path) == [
+        "tracker/talks.py: psycopg", "tracker/talks.py: bot.store"]

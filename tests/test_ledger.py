@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from tracker.ledger import Ledger, LedgerError
+from bot.store.ledger_sqlite import Ledger, LedgerError
+from bot.store.schema_sqlite import migrations
 from tracker.lifecycle import InvalidTransition, State
 from tracker.models import DecidedBy, Decision, Finding, Origin
-from tracker.schema import migrations
 from tracker.serial import PRSerializer
 
 

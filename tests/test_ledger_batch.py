@@ -2,11 +2,11 @@
 
 import pytest
 
-from bench.perf.ledger import make_files
 from bench.diffs import git_diff
+from bench.perf.ledger import make_files
+from bot.store.ledger_sqlite import Ledger, LedgerError, now
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round
-from tracker.ledger import Ledger, LedgerError, now
 from tracker.lifecycle import InvalidTransition, State, check_transition
 from tracker.models import DecidedBy, Decision, Finding
 

@@ -16,11 +16,11 @@ import pytest
 from bot.store import open_ledger_store as open_any_store
 from bot.store import split_schema
 from bot.store.ledger_postgres import PostgresLedgerStore
-from bot.store.ledger_schema import LEDGER_MIGRATIONS
-from tracker.ledger import Ledger, LedgerError, now
+from bot.store.ledger_sqlite import Ledger, LedgerError, now
+from bot.store.schema_postgres import LEDGER_MIGRATIONS
 from tracker.lifecycle import InvalidTransition, State
 from tracker.models import DecidedBy, Decision, Finding, Origin, Signal
-from tracker.store import LedgerStore, open_ledger_store
+from tracker.store import LedgerStore
 from tracker.verdicts import refresh, summarise
 
 from .conftest import PG_URL
@@ -42,15 +42,13 @@ def test_both_engines_implement_every_store_method_with_its_parameters(engine):
             assert param in have, f"{engine.__name__}.{name} lacks {param}"
 
 
-def test_the_tracker_opens_sqlite_and_points_postgres_to_the_bot(tmp_path):
-    with open_ledger_store(f"sqlite:///{tmp_path / 'a.db'}") as one:
+def test_the_store_opens_sqlite_by_url_or_path(tmp_path):
+    with open_any_store(f"sqlite:///{tmp_path / 'a.db'}") as one:
         assert isinstance(one, LedgerStore)
         one.pull_request("o/r", 1)
-    with open_ledger_store(str(tmp_path / "a.db")) as again:
+    with open_any_store(str(tmp_path / "a.db")) as again:
         assert [p["number"] for p in again.pull_requests()] == [1]
-    with pytest.raises(LedgerError, match="bot.store.open_ledger_store"):
-        open_ledger_store("postgresql://postgres@127.0.0.1/test")
-    with open_any_store(str(tmp_path / "a.db")) as same:  # the bot's chooser: SQLite too
+    with open_any_store(str(tmp_path / "a.db")) as same:  # the one chooser: SQLite here
         assert isinstance(same, Ledger) and not getattr(same, "threaded", False)
 
 

@@ -185,8 +185,8 @@ def test_disagreeing_replies():
 
 def test_same_millisecond_events_keep_their_causal_order(tmp_path):
     """Bot decision, a person's thread action and the decision it causes, all stamped alike."""
+    from bot.store.ledger_sqlite import Ledger
     from tracker.intake import take_thread
-    from tracker.ledger import Ledger
     from tracker.lifecycle import State
     from tracker.models import Decision, Finding
     from tracker.verdicts import classify
@@ -214,7 +214,7 @@ def test_same_millisecond_events_keep_their_causal_order(tmp_path):
 
 
 def test_a_resolve_command_is_a_persons_action(tmp_path):
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
     from tracker.lifecycle import State
     from tracker.models import DecidedBy, Decision, Finding
     from tracker.verdicts import classify

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from bot.local import llm_config
+from bot.cli.local import llm_config
 from bot.review.llm_config import LLM_SETTINGS
 from roundwise.cli import build_parser, main
 

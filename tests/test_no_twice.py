@@ -14,7 +14,7 @@ import pytest
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
-from bot import checks, render
+from bot.pr import checks, render
 
 from .server_kit import (
     APP_ID,

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from bench.scripted_llm import ScriptedLLM, message_text, system_text
-from bot import render
+from bot.pr import render
 from bot.review.llm_config import LLMConfig
 from roundwise.cli import main
 from tracker import learnings
@@ -246,7 +246,7 @@ async def test_path_instructions_are_left_out_for_files_they_do_not_match(tmp_pa
 
 
 async def test_bad_paths_and_converge_settings_are_reported_and_defaults_apply(tmp_path):
-    from bot.settings import SettingsError, parse_settings
+    from bot.config.repo_settings import SettingsError, parse_settings
 
     s = parse_settings(PATHS + "converge: {after_round: 3, min_severity: normal}\n")
     assert (s.converge_after, s.converge_severity) == (3, "Normal")

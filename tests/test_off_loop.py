@@ -13,9 +13,9 @@ import threading
 import aiohttp
 
 from bench import payloads
-from bot import app as app_module
+from bot.server import app as app_module
 from bot.store import open_queue_store
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 from tracker.store import LedgerStore
 
 from .server_kit import HEAD2, NUMBER, REPO, ROUND2_FILES, open_pr, running_bot

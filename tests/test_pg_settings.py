@@ -6,9 +6,9 @@ that line nor the ready line shows the URL's password.
 
 from __future__ import annotations
 
-from bot.config import Config
-from bot.startup import check_ledger, ready_line
-from bot.store.queue import redact
+from bot.config.env import Config
+from bot.server.startup import check_ledger, ready_line
+from bot.store.queue_base import redact
 
 
 def test_an_unreachable_postgres_ledger_is_one_start_up_line_without_the_password():

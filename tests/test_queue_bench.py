@@ -14,10 +14,10 @@ from bench.perf import ack as bench_ack
 from bench.perf import queue as bench_queue
 from bench.perf.queue_drain import buckets
 from bench.perf.queue_fill import backlog
-from bot import jobs
 from bot.jobs import JobQueue
+from bot.jobs import queue as jobs
 from bot.store import open_queue_store
-from bot.store import sqlite as sqlite_store
+from bot.store import queue_sqlite as sqlite_store
 
 
 @pytest.fixture
@@ -244,7 +244,7 @@ def test_settling_the_heap_freezes_start_up_and_collects_the_young_less_often():
     """What ``roundwise serve`` does once it listens (and the ack bench does to both servers)."""
     import gc
 
-    from bot.serving import GC_THRESHOLDS, settle_heap
+    from bot.server.serving import GC_THRESHOLDS, settle_heap
 
     before = gc.get_threshold()
     try:

@@ -17,8 +17,8 @@ import pytest
 
 from bot.jobs import JobQueue, Workers
 from bot.store import open_queue_store
+from bot.store.ledger_sqlite import now
 from tests.conftest import PG_URL, pg_unreachable
-from tracker.ledger import now
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -21,8 +21,8 @@ from psycopg.rows import dict_row
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
-from bot.store.ledger_schema import LEDGER_MIGRATIONS
-from bot.store.postgres import MIGRATIONS
+from bot.store.queue_postgres import MIGRATIONS
+from bot.store.schema_postgres import LEDGER_MIGRATIONS
 
 from .conftest import PG_URL
 from .server_kit import (

@@ -6,10 +6,10 @@ that decided and, where it matters, the evidence.
 """
 
 from bench.diffs import git_diff
+from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import DiffMap
 from tracker.decide import RoundInput, decide_round
 from tracker.intake import Comment, take_comment
-from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Defect, Signal
 from tracker.rules import renamed_only

@@ -1,7 +1,7 @@
 """The webhook server over real HTTP: signatures, bad bodies, ignored events, deduplication,
 supersession, installations, health and metrics, configuration and App authentication.
 
-Each test runs the real aiohttp app (``bot.app.create_app``) and the fake GitHub on 127.0.0.1
+Each test runs the real aiohttp app (``bot.server.app.create_app``) and the fake GitHub on 127.0.0.1
 (see ``tests/server_kit.py``), sends signed deliveries and checks what reached the fake GitHub
 and the ledger. Deliveries are GitHub's recorded payloads from
 ``../shared/fixtures/github-webhooks`` (re-pointed at the fake's pull request); the protocol
@@ -19,7 +19,7 @@ import pytest
 
 from bench import payloads
 from bench.fake_github import FakeGitHub
-from bot.config import ConfigError, load_config
+from bot.config.env import ConfigError, load_config
 from bot.github import GitHubApp
 
 from .conftest import needs_webhook_fixtures

@@ -15,7 +15,7 @@ from pathlib import Path
 from bench import payloads
 from bench.replay import Harness, bench_repo, replay_task
 from bench.tasks import load_task
-from bot import render
+from bot.pr import render
 
 from .conftest import EXAMPLES, needs_webhook_fixtures
 from .server_kit import (

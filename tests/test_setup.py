@@ -21,10 +21,10 @@ import aiohttp
 import yaml
 
 from bench.fake_github import FakeGitHub
-from bot.config import load_config
-from bot.envfile import load_env_file, parse_env
+from bot.cli.setup import DEFAULT_MANIFEST, build_manifest
+from bot.config.env import load_config
+from bot.config.envfile import load_env_file, parse_env
 from bot.github import GitHubApp
-from bot.setup import DEFAULT_MANIFEST, build_manifest
 
 from .conftest import ROOT
 from .server_kit import APP_ID, app_keys
@@ -138,7 +138,7 @@ def test_app_yml_is_the_built_in_manifest_with_subscribable_events_only():
 
 def test_the_env_file_also_works_as_docker_run_reads_it(tmp_path):
     """``docker run --env-file`` splits at the first ``=`` and keeps quotes: still loads."""
-    from bot.envfile import write_env
+    from bot.config.envfile import write_env
 
     write_env(tmp_path / ".env", {"GITHUB_APP_ID": "1234", "GITHUB_WEBHOOK_SECRET": "ab12cd",
                                   "GITHUB_PRIVATE_KEY": app_keys()[0],

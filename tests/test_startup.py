@@ -90,8 +90,8 @@ def test_each_bad_value_is_one_line_and_exit_2(tmp_path, changes, names):
 
 
 def test_a_key_from_roundwise_api_key_satisfies_an_openai_compatible_model(tmp_path):
-    from bot.config import load_config
-    from bot.startup import check_model
+    from bot.config.env import load_config
+    from bot.server.startup import check_model
 
     env = base_env(tmp_path, ROUNDWISE_MODEL="openai/local", ROUNDWISE_API_KEY="sk-local",
                    ROUNDWISE_API_BASE="http://127.0.0.1:9/v1")
@@ -120,7 +120,7 @@ def as_nobody(func, *args) -> str:
 
 def test_an_unwritable_ledger_folder_is_named(tmp_path):
     """The Docker case: a /data volume owned by root, the server running as another user."""
-    from bot.startup import check_ledger
+    from bot.server.startup import check_ledger
 
     root = Path(tempfile.mkdtemp(prefix="roundwise-ro-"))
     try:
@@ -180,7 +180,7 @@ class Server:
 
 
 def test_the_ready_line_names_where_and_what_and_the_home_page_answers(tmp_path):
-    from bot.startup import version
+    from bot.server.startup import version
 
     server = Server(base_env(tmp_path), tmp_path)
     try:
@@ -201,7 +201,7 @@ def test_the_ready_line_names_where_and_what_and_the_home_page_answers(tmp_path)
 
 
 def test_version_flag(tmp_path):
-    from bot.startup import version
+    from bot.server.startup import version
 
     done = subprocess.run([sys.executable, "-m", "roundwise", "--version"], capture_output=True,
                           text=True, cwd=tmp_path, check=True)
@@ -209,7 +209,7 @@ def test_version_flag(tmp_path):
 
 
 def test_settings_come_from_a_dot_env_file_and_the_environment_wins(tmp_path):
-    from bot.envfile import write_env
+    from bot.config.envfile import write_env
 
     env = base_env(tmp_path)
     key = env.pop("GITHUB_PRIVATE_KEY")
@@ -305,7 +305,7 @@ async def test_json_logs_put_the_delivery_and_pr_on_every_line_of_a_job(tmp_path
                     headers=headers) as resp:
                 assert resp.status == 202, await resp.text()
             records = []
-            while not any(r.get("logger") == "bot.handlers" for r in records):
+            while not any(r.get("logger") == "bot.jobs.handlers" for r in records):
                 line = await asyncio.to_thread(server.proc.stderr.readline)
                 assert line, records
                 records.append(json.loads(line))  # every line is one JSON object

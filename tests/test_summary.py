@@ -9,8 +9,8 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from bot import render as bot_render
-from bot.summary import MAX_BODY, Change, Row, agent_prompt, render
+from bot.pr import render as bot_render
+from bot.pr.summary import MAX_BODY, Change, Row, agent_prompt, render
 
 REPO = "octo/widgets"
 HEAD = "c0ffee" + "1" * 34
@@ -164,8 +164,8 @@ def test_the_agent_prompt_lists_each_open_defect_with_its_fix():
 
 
 def test_a_note_is_shown_in_its_first_round_only_and_not_when_a_defect_says_it(tmp_path):
-    from bot.summary import notes_to_show
-    from tracker.ledger import Ledger
+    from bot.pr.summary import notes_to_show
+    from bot.store.ledger_sqlite import Ledger
 
     note = "This change adds new code to `app/core.py` but adds or updates no test."
     with Ledger(tmp_path / "l.db") as ledger:
@@ -201,7 +201,7 @@ new file mode 100644
 
 
 def test_the_pr_at_a_glance_groups_files_by_directory_with_lines_and_defects():
-    from bot.overview import diffstat, glance, this_push
+    from bot.pr.overview import diffstat, glance, this_push
 
     stats = diffstat(DIFF)
     assert [(s.path, s.added, s.removed) for s in stats] == [("app/core.py", 2, 1),

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from bot.config import SETTINGS, load_config
+from bot.config.env import SETTINGS, load_config
 
 from .conftest import ROOT
 
@@ -38,7 +38,7 @@ def test_readme_settings_table_matches_the_config_code():
     documented = readme_settings()
     assert set(documented) == set(SETTINGS), (
         f"missing from README: {sorted(set(SETTINGS) - set(documented))}; "
-        f"not in bot/config.py: {sorted(set(documented) - set(SETTINGS))}")
+        f"not in bot/config/env.py: {sorted(set(documented) - set(SETTINGS))}")
     for name, (_, default) in SETTINGS.items():
         if default not in ("unset", "required") and "required" not in default:
             assert default in documented[name], f"{name}: README says {documented[name]}"
@@ -46,7 +46,7 @@ def test_readme_settings_table_matches_the_config_code():
 
 def test_every_variable_the_config_code_reads_is_declared():
     read = set()
-    for module in ("bot/config.py", "bot/review/llm_config.py", "bot/review/prompt_context.py",
+    for module in ("bot/config/env.py", "bot/review/llm_config.py", "bot/review/prompt_context.py",
                    "bot/gitlab/settings.py"):
         tree = ast.parse((ROOT / module).read_text())
         read |= {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
@@ -124,7 +124,7 @@ def test_litellm_is_configured_in_one_place():
 
 
 def test_the_server_needs_no_bench_extra():
-    code = ("import sys; from roundwise.cli import build_parser; import bot.app; "
+    code = ("import sys; from roundwise.cli import build_parser; import bot.server.app; "
             "build_parser().parse_args(['serve']); "
             "print(sorted({'jinja2', 'matplotlib', 'tqdm', 'litellm'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

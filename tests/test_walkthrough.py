@@ -4,10 +4,10 @@ review's, shown before the files at a glance; never asked again for later pushes
 from __future__ import annotations
 
 from bench.scripted_llm import ScriptedLLM, default_responder, system_text
+from bot.pr.summary import Row, render
 from bot.review.llm import build_llm_engine
 from bot.round.gather import RoundInputs
 from bot.round.plan import RoundPlan, plan
-from bot.summary import Row, render
 
 from .test_llm_reviewer import CACHE_HEAD, SETTINGS_HEAD, config, context, first_round
 
@@ -48,7 +48,7 @@ async def test_no_model_answer_means_no_walkthrough_and_the_round_goes_on():
 
 
 def test_the_walkthrough_comes_before_the_files_at_a_glance():
-    from bot.overview import FileStat, glance
+    from bot.pr.overview import FileStat, glance
 
     rows = [Row("D1", "New", "Minor", "F.2", "x", "app/cache.py", 3, 3, raised=1)]
     lead = ["**Walkthrough** (written by the model):", "", BULLETS, ""]

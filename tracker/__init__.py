@@ -1,6 +1,7 @@
 """The persistent per-PR defect ledger and the deterministic lifecycle tracker.
 
-``tracker.ledger.Ledger`` stores every defect of every pull request in SQLite;
+``tracker.store.LedgerStore`` is what the ledger of every defect of every pull request offers
+(its engines, SQLite and PostgreSQL, are ``bot.store``'s, over ``tracker.ledger_base``);
 ``tracker.anchors`` follows anchored lines across pushes; ``tracker.decide`` decides each
 defect's state at every round with evidence; ``tracker.intake`` turns people's comments into
 defects and signals. No network I/O happens in this package.
@@ -17,7 +18,6 @@ __all__ = [
            "intake",
            "interdiff",
            "learnings",
-           "ledger",
            "ledger_base",
            "lifecycle",
            "lines",
@@ -25,7 +25,6 @@ __all__ = [
            "paths",
            "roundcache",
            "rules",
-           "schema",
            "scope",
            "serial",
            "store",

@@ -20,9 +20,9 @@ from .discussion import (
     reply_signal,
     still_not_done,
 )
-from .ledger import Ledger
 from .lifecycle import State
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+from .store import LedgerStore
 
 MAX_COMMENT = 65536  # characters of a comment taken in; the rest is dropped
 
@@ -69,7 +69,7 @@ class Outcome:
     reason: str = ""
 
 
-def take_comment(ledger: Ledger, pr_id: int, comment: Comment, *, pr_author: str | None,
+def take_comment(ledger: LedgerStore, pr_id: int, comment: Comment, *, pr_author: str | None,
                  code: str | None = None) -> Outcome:
     """Record one comment. ``code`` is the text of the lines an inline comment sits on."""
     round_number = ledger.current_round(pr_id)
@@ -84,7 +84,7 @@ def take_comment(ledger: Ledger, pr_id: int, comment: Comment, *, pr_author: str
     return outcome
 
 
-def _follow_remarks(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
+def _follow_remarks(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
                     outcome: Outcome) -> None:
     """What a reviewer's comment after a push says about their own earlier remarks on the
     whole PR (which no thread follows): approving, or opening with thanks, says they were met;
@@ -109,7 +109,7 @@ def _follow_remarks(ledger: Ledger, pr_id: int, comment: Comment, round_number: 
                                  comment.id))
 
 
-def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
+def _take_top_level(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
                     pr_author: str | None, code: str | None) -> Outcome:
     known = ledger.defect_by_comment(pr_id, comment.id)
     if known is not None:  # an edit, or the same delivery again
@@ -158,7 +158,7 @@ def _take_top_level(ledger: Ledger, pr_id: int, comment: Comment, round_number: 
     return Outcome("raised", ledger.defect(pr_id, defect.key))
 
 
-def _take_reply(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
+def _take_reply(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
                 pr_author: str | None, code: str | None) -> Outcome:
     defect = ledger.defect_by_comment(pr_id, comment.in_reply_to)
     if defect is None:
@@ -187,7 +187,7 @@ def _take_reply(ledger: Ledger, pr_id: int, comment: Comment, round_number: int,
     return Outcome("attached", defect, kind)
 
 
-def take_reaction(ledger: Ledger, pr_id: int, comment_id: int, thumbs_down: int) -> Outcome:
+def take_reaction(ledger: LedgerStore, pr_id: int, comment_id: int, thumbs_down: int) -> Outcome:
     """People gave the bot's comment that raised a defect a 👎 (seen when the bot lists its
     comments; GitHub sends no webhook for reactions): a dismissal of that finding, once."""
     if thumbs_down <= 0:
@@ -206,7 +206,7 @@ def take_reaction(ledger: Ledger, pr_id: int, comment_id: int, thumbs_down: int)
     return Outcome("updated", defect, SignalKind.THUMBS_DOWN)
 
 
-def take_thread(ledger: Ledger, pr_id: int, *, resolved: bool, by: str | None,
+def take_thread(ledger: LedgerStore, pr_id: int, *, resolved: bool, by: str | None,
                 node_id: str | None = None, comment_ids: list[int] = ()) -> Outcome:
     """A review thread was resolved or unresolved on GitHub."""
     defect = ledger.defect_by_thread(pr_id, node_id) if node_id else None
@@ -231,7 +231,7 @@ def take_thread(ledger: Ledger, pr_id: int, *, resolved: bool, by: str | None,
     return Outcome("updated", defect, kind)
 
 
-def _unresolve(ledger: Ledger, pr_id: int, defect: Defect, round_number: int, rule: str,
+def _unresolve(ledger: LedgerStore, pr_id: int, defect: Defect, round_number: int, rule: str,
                evidence: str) -> Defect:
     """Undo a resolution at the current round: back to what the defect was, or Reopened."""
     if round_number <= defect.raised_round:

@@ -14,7 +14,7 @@ a kind once
 A muted kind stays muted (its findings are no longer posted, so nothing new would be judged)
 until ``unmute(ledger, repo, kind, by)``; from then on only findings raised after the unmute
 count, so it takes fresh dismissals to mute it again. The thresholds are justified from data in
-``bench/learning_threshold.py`` (the README's *Learnings* says how). Everything is stored in
+``bench/studies/learning_threshold.py`` (the README's *Learnings* says how). Everything is stored in
 the ledger's ``learnings`` table; nothing here does I/O beyond the store.
 """
 
@@ -27,8 +27,8 @@ from .ledger_base import now
 __all__ = ["MIN_DISMISSED", "MIN_SHARE", "Learning", "kind_of", "learning_repo", "muted",
            "refresh", "should_mute", "unmute"]
 
-# Chosen by ``python -m bench.learning_threshold`` on the development tasks and a bench run's
-# ledger: the fastest rule to mute a kind dismissed 80% of the time (after 3 judged findings)
+# Chosen by ``python -m bench.studies.learning_threshold`` on the development tasks and a bench
+# run's ledger: the fastest rule to mute a kind dismissed 80% of the time (after 3 judged findings)
 # whose chance of muting a useful kind within 20 judged findings stays under 5%, with that
 # kind's dismissal rate bounded from above (0.189) and judgements independent or in pairs.
 MIN_DISMISSED = 3  # dismissals of one kind in one repository before it is held back ...

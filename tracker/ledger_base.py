@@ -15,7 +15,30 @@ from typing import Self
 
 from .models import DecidedBy, Defect
 
-__all__ = ["LedgerBase", "LedgerError", "dump_defects", "now"]
+__all__ = ["TALLY", "LedgerBase", "LedgerError", "dump_defects", "like_prefix", "now"]
+
+
+#: per kind of the bot's findings in a repository (the kind: its offline rule, else its MCR
+#: type), how many were judged and dismissed since the kind was last unmuted (written with
+#: %s placeholders; each engine swaps in its own)
+TALLY = """
+    select coalesce(d.rule, d.type) as kind,
+           sum(case when v.verdict = 'dismissed' then 1 else 0 end) as dismissed,
+           count(*) as judged
+    from verdicts v join defects d on d.id = v.defect_id
+    join pull_requests p on p.id = v.pr_id
+    left join learnings l on l.repo = %s and l.kind = coalesce(d.rule, d.type)
+    where (p.repo = %s or p.repo like %s escape '!')
+      and v.kind = 'finding' and d.origin = 'bot'
+      and v.decided_at > coalesce(l.unmuted_at, '')
+    group by coalesce(d.rule, d.type)
+    order by coalesce(d.rule, d.type)
+"""
+
+
+def like_prefix(repo: str) -> str:
+    """A LIKE pattern (escape ``!``) for ``repo:anything``: the local CLI's per-branch PRs."""
+    return repo.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ":%"
 
 
 def now() -> str:

@@ -35,19 +35,26 @@ from .roundcache import per_text
 from .scope import definition, enclosing, file_tokens, lines_of, tokens
 from .subject import Subject, read_subject
 
-_LEX = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`\n]*`|[A-Za-z_$][\w$]*|\d[\w.]*|\S')
+_LEX = re.compile(  # a string literal is one token: words inside it are text, not names
+    r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`\n]*`'
+    r"|[A-Za-z_$][\w$]*|\d[\w.]*|\S")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _NAMING = re.compile(r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b",
                      re.IGNORECASE)
-_KEYWORDS = frozenset(
-    "var let const val final static public private protected internal readonly async await "
-    "int long short byte float double bool boolean char void string str bytes list dict set "
-    "tuple object any unknown never number bigint symbol undefined null nil None True False true "
-    "false new delete return yield throw raise if else elif for while do switch case break "
-    "continue try catch except finally with import from as is in not and or def function fn "
-    "class struct enum interface extends implements override virtual abstract sealed ref out "
-    "this self super typeof instanceof sizeof unsigned signed auto register volatile extern "
-    "inline constexpr".split())
+_KEYWORDS = frozenset({  # keywords and built-in types: changing one is not a rename
+    "var", "let", "const", "val", "final", "static", "public", "private", "protected",
+    "internal", "readonly", "async", "await", "int", "long", "short", "byte", "float",
+    "double", "bool", "boolean", "char", "void", "string", "str", "bytes", "list", "dict",
+    "set", "tuple", "object", "any", "unknown", "never", "number", "bigint", "symbol",
+    "undefined", "null", "nil", "None", "True", "False", "true", "false", "new", "delete",
+    "return", "yield", "throw", "raise", "if", "else", "elif", "for", "while", "do",
+    "switch", "case", "break", "continue", "try", "catch", "except", "finally", "with",
+    "import", "from", "as", "is", "in", "not", "and", "or", "def", "function", "fn",
+    "class", "struct", "enum", "interface", "extends", "implements", "override", "virtual",
+    "abstract", "sealed", "ref", "out", "this", "self", "super", "typeof", "instanceof",
+    "sizeof", "unsigned", "signed", "auto", "register", "volatile", "extern", "inline",
+    "constexpr",
+})
 _PLACEHOLDERS = frozenset({"foo", "bar", "baz", "qux", "quux", "xxx", "yyy", "example",
                            "something", "whatever"})  # stand-ins in quoted code, not names
 SUGGESTION_WINDOW = 10  # an applied suggestion stands within this many lines of the anchor

@@ -1,12 +1,14 @@
 """The ledger store seam: what the bot and the bench may ask of the tracker's data.
 
 ``LedgerStore`` names the operations over pull requests, rounds, defects, their history,
-signals and comments. The tracker's engine is SQLite (``tracker.ledger.Ledger``, which
-satisfies the interface). The PostgreSQL engine talks to a server, and the tracker does no
-network I/O, so it lives in ``bot.store`` (``bot.store.open_ledger_store`` picks either from
-``ROUNDWISE_DB``'s form; this module's ``open_ledger_store`` opens SQLite only and says so
-for a ``postgresql://`` target). What both engines share is ``tracker.ledger_base``. Code
-outside a store calls these methods rather than write SQL.
+signals and comments. Its two engines sit side by side in ``bot.store``: SQLite
+(``bot.store.ledger_sqlite.Ledger``, one file) and PostgreSQL
+(``bot.store.ledger_postgres.PostgresLedgerStore``); ``bot.store.open_ledger_store`` picks
+either from ``ROUNDWISE_DB``'s form. Both are thin backends over ``tracker.ledger_base`` (what
+every engine does the same way) and ``tracker.batch`` (a round's decisions checked); the tracker
+itself opens no database and does no network I/O, and its code that reads or writes the ledger
+(``tracker.intake``, ``tracker.verdicts``) is written against this interface. Code outside a
+store calls these methods rather than write SQL.
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol, runtime_checkable
 
-from .ledger import Ledger
-from .ledger_base import LedgerError, dump_defects
+from .ledger_base import dump_defects
 from .lifecycle import State
 from .models import Decision, Defect, Finding, Signal
 
-__all__ = ["LedgerStore", "dump_defects", "open_ledger_store"]
+__all__ = ["LedgerStore", "dump_defects"]
 
 
 @runtime_checkable
@@ -95,11 +96,3 @@ class LedgerStore(Protocol):
     # health
     def heartbeat(self) -> None: ...
 
-
-def open_ledger_store(target: str) -> LedgerStore:
-    """The SQLite ledger for ``target``: a file path or ``sqlite:///PATH``. A PostgreSQL
-    target is ``bot.store.open_ledger_store``'s (the tracker does no network I/O)."""
-    if target.startswith(("postgresql://", "postgres://")):
-        raise LedgerError("the tracker opens SQLite ledgers only; a postgresql:// ledger is "
-                          "opened by bot.store.open_ledger_store")
-    return Ledger(target.removeprefix("sqlite:///"))

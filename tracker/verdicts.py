@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from .ledger import Ledger, now
+from .ledger_base import now
+from .store import LedgerStore
 
 __all__ = ["DISAGREE", "Verdict", "classify", "refresh", "summarise"]
 
@@ -61,7 +62,7 @@ class Verdict:
     decided_at: str
 
 
-def _events(ledger: Ledger, defect_id: int, bot_logins: set[str]) -> list[dict]:
+def _events(ledger: LedgerStore, defect_id: int, bot_logins: set[str]) -> list[dict]:
     """The defect's decisions, signals and people's replies, oldest first.
 
     Each kind keeps its own stored order (row ids); the three are merged by time. Times are
@@ -104,7 +105,7 @@ def _events(ledger: Ledger, defect_id: int, bot_logins: set[str]) -> list[dict]:
         heads[n] += 1
 
 
-def classify(ledger: Ledger, pr_id: int, bot_logins: set[str] = frozenset()) -> list[Verdict]:
+def classify(ledger: LedgerStore, pr_id: int, bot_logins: set[str] = frozenset()) -> list[Verdict]:
     """Every verdict people's actions give on the bot's decisions on one PR."""
     out: list[Verdict] = []
     for defect in ledger.defects(pr_id):
@@ -112,7 +113,7 @@ def classify(ledger: Ledger, pr_id: int, bot_logins: set[str] = frozenset()) -> 
     return out
 
 
-def _defect_verdicts(ledger: Ledger, defect, bot_logins: set[str]) -> list[Verdict]:
+def _defect_verdicts(ledger: LedgerStore, defect, bot_logins: set[str]) -> list[Verdict]:
     verdicts: list[Verdict] = []
     is_bot_finding = defect.origin.value == "bot"
     raise_row = None
@@ -213,7 +214,7 @@ def _defect_verdicts(ledger: Ledger, defect, bot_logins: set[str]) -> list[Verdi
     return verdicts + list(states.values())
 
 
-def refresh(ledger: Ledger, pr_id: int, bot_logins: set[str] = frozenset()) -> list[Verdict]:
+def refresh(ledger: LedgerStore, pr_id: int, bot_logins: set[str] = frozenset()) -> list[Verdict]:
     """Recompute one PR's verdicts and store them (replacing its earlier rows)."""
     verdicts = classify(ledger, pr_id, bot_logins)
     keys = {d.key: d.id for d in ledger.defects(pr_id)}
@@ -223,7 +224,7 @@ def refresh(ledger: Ledger, pr_id: int, bot_logins: set[str] = frozenset()) -> l
     return verdicts
 
 
-def summarise(ledger: Ledger, repo: str | None = None, since: str | None = None) -> dict:
+def summarise(ledger: LedgerStore, repo: str | None = None, since: str | None = None) -> dict:
     """Counts and rates per repository: findings accepted/dismissed, states per transition."""
     rows = ledger.verdict_counts(repo, since)
     out: dict[str, dict] = {}

@@ -2,7 +2,7 @@
 annotations) and dismissing a review, in the request and response shapes of GitHub's REST
 reference.
 
-It exists so the bot's merge gate (``bot.checks``) is tested against the same rules GitHub
+It exists so the bot's merge gate (``bot.pr.checks``) is tested against the same rules GitHub
 applies, not against what the bot happens to send. Modelled (src:
 https://docs.github.com/rest/checks/runs, the OpenAPI ``check-run`` schema):
 

@@ -41,9 +41,9 @@ from pathlib import Path
 
 import aiohttp
 
-from bot import render
+from bot.pr import render
 from bot.store import open_queue_store
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 from tracker.lines import split_lines
 
 from .. import payloads

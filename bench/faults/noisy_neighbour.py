@@ -5,7 +5,7 @@
 
 Three processes on 127.0.0.1: the fake GitHub (``bench.fake_github``, its state built in its
 own process, so serving a 25 MB diff costs the measuring client nothing), the real server
-(``bot.app.create_app`` behind ``bot.serving.GuardedRunner`` as ``roundwise serve`` runs it,
+(``bot.server.app.create_app`` behind ``bot.server.serving.GuardedRunner`` as ``roundwise serve`` runs it,
 offline reviewer, 3 workers, a fresh SQLite ledger) and this one, which measures.
 
 1. Quiet: ``--deliveries`` signed ``pull_request`` opened deliveries for ordinary PRs, one
@@ -96,16 +96,16 @@ def server_process(config, conn) -> None:
     """The real server behind the connection limits ``roundwise serve`` uses."""
     from aiohttp import web
 
-    from bot.app import create_app
     from bot.github import RetryPolicy
     from bot.review.llm_config import configure_litellm
-    from bot.serving import GuardedRunner, settle_heap
+    from bot.server.app import create_app
+    from bot.server.serving import GuardedRunner, settle_heap
 
     async def main() -> None:
         configure_litellm()
         # the flood's thousands of one-line notes (a client gone mid-body, the connection cap)
         # would bury the figures; errors still show
-        for name in ("bot.github.body", "bot.serving", "roundwise.http"):
+        for name in ("bot.github.body", "bot.server.serving", "roundwise.http"):
             logging.getLogger(name).setLevel(logging.ERROR)
         app = create_app(config, retry=RetryPolicy(attempts=3, backoff=0.05), poll=0.05)
         runner = GuardedRunner(app, access_log=None)
@@ -194,7 +194,7 @@ def flood_process(port: int, connections: int, conn) -> None:
 
 def rounds_done(db: str, expected: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """The (PR, head) pairs of ``expected`` whose round completed for that exact head."""
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
 
     done = []
     with Ledger(db) as ledger:
@@ -207,7 +207,7 @@ def rounds_done(db: str, expected: list[tuple[int, str]]) -> list[tuple[int, str
 
 
 def hostile_rounds(db: str) -> list[dict]:
-    from tracker.ledger import Ledger
+    from bot.store.ledger_sqlite import Ledger
 
     with Ledger(db) as ledger:
         pr = ledger.find_pull_request(REPO, HOSTILE)
@@ -216,7 +216,7 @@ def hostile_rounds(db: str) -> list[dict]:
 
 
 async def run(count: int, flood: int, files: int, diff_mb: float, deadline: float) -> dict:
-    from bot.config import Config
+    from bot.config.env import Config
 
     started = time.monotonic()
     loop = asyncio.get_running_loop()

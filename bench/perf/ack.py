@@ -10,11 +10,11 @@ while is. Each round then sends each of them ``--deliveries`` signed deliveries 
 
 * ``bare``: an aiohttp handler that reads the body, checks its HMAC in constant time and answers
   202, nothing else: the floor any webhook server on this machine has;
-* ``app``: the real roundwise app (``bot.app.create_app``, workers off): verify, validate, record
+* ``app``: the real roundwise app (``bot.server.app.create_app``, workers off): verify, validate, record
   the delivery and queue its job in the store named by ``--db``.
 
 Both run under the same ``web.AppRunner`` (no access log) and settle their heap as
-``roundwise serve`` does (``bot.serving.settle_heap``), so the handler is the only difference. The deliveries come from ``--clients`` client processes (started once, each burst
+``roundwise serve`` does (``bot.server.serving.settle_heap``), so the handler is the only difference. The deliveries come from ``--clients`` client processes (started once, each burst
 split between them, all starting at the same instant), each sending its share at once over
 non-blocking sockets and one selector, one connection per delivery as GitHub does, every
 request's bytes (headers, body, signature) prepared before the burst: the clients do about as
@@ -54,9 +54,9 @@ from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.perf.load_webhooks import APP_ID, deliveries, percentile, setup_fake
 from bench.replay import throwaway_key
-from bot.config import Config
+from bot.config.env import Config
 from bot.github import RetryPolicy
-from bot.serving import settle_heap
+from bot.server.serving import settle_heap
 from bot.store import is_postgres
 
 TARGET = 1.5  # app / bare: the p99, and the server's CPU per delivery
@@ -89,8 +89,8 @@ def serve(kind: str, config: Config, conn) -> None:
             if kind == "bare":
                 app = bare_app(config.webhook_secret)
             else:
-                from bot.app import create_app
                 from bot.review.llm_config import configure_litellm
+                from bot.server.app import create_app
 
                 configure_litellm()
                 app = create_app(config, retry=RetryPolicy(attempts=1), start_workers=False)

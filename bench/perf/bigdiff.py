@@ -35,9 +35,9 @@ from pathlib import Path
 
 import unidiff
 
+from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import Anchor, DiffMap, Status, strip_prefix
 from tracker.decide import RoundInput, decide_round
-from tracker.ledger import Ledger
 from tracker.models import Defect, Finding
 
 SHAPES = ("hunks", "giant")

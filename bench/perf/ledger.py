@@ -38,9 +38,9 @@ from pathlib import Path
 
 from bench.diffs import git_diff
 from bench.perf import bigdiff
+from bot.store.ledger_sqlite import Ledger, now
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round
-from tracker.ledger import Ledger, now
 from tracker.models import Decision, Defect, Finding
 
 FILES = 20

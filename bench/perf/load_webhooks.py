@@ -2,7 +2,7 @@
 
     python -m bench.perf.load_webhooks [--deliveries 200] [--workers 0]
 
-Starts the real roundwise app (``bot.app.create_app``, offline reviewer, a fresh ledger file in a
+Starts the real roundwise app (``bot.server.app.create_app``, offline reviewer, a fresh ledger file in a
 temporary folder) on 127.0.0.1, in a process of its own, and sends ``--deliveries`` signed webhooks all at once, each with
 its own delivery id: a mix of ``pull_request`` opened, ``issue_comment`` commands,
 ``pull_request_review_comment``, ``installation`` and ``ping``, built by ``bench.payloads``
@@ -32,10 +32,10 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bot.app import create_app
-from bot.config import Config
+from bot.config.env import Config
 from bot.github import RetryPolicy
 from bot.review.llm_config import configure_litellm
+from bot.server.app import create_app
 from bot.store import open_queue_store
 
 from .. import payloads

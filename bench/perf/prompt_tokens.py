@@ -42,7 +42,7 @@ from bench.tasks import Task, load_tasks
 from bench.tracking import take_event
 from bot.review.engine import Engine, RoundContext
 from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

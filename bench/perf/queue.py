@@ -31,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.store import postgres as pg_store
-from bot.store import sqlite as sqlite_store
+from bot.store import queue_postgres as pg_store
+from bot.store import queue_sqlite as sqlite_store
 
 from .queue_fill import Bench, add_one, close_store, fill, open_store, touch
 

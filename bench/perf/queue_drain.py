@@ -108,7 +108,7 @@ def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: f
             bench.store.finish(done, "done", None)
             floors = [commit_floor(bench, done)]
             queue = JobQueue(store=bench.store)
-            logging.getLogger("bot.jobs").setLevel(logging.ERROR)  # "re-queued N job(s)"
+            logging.getLogger("bot.jobs.queue").setLevel(logging.ERROR)  # "re-queued N job(s)"
             samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate))
             floors.append(commit_floor(bench, done))
         finally:

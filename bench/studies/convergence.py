@@ -23,7 +23,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from ..run import RunOptions, run
 from ..scripted_llm import ScriptedLLM, nitpick_responder

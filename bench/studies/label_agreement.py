@@ -19,7 +19,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from tracker.ledger import Ledger
+from bot.store.ledger_sqlite import Ledger
 
 from ..export import HUMAN, export_pr
 from ..replay import bench_repo

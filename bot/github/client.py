@@ -41,8 +41,8 @@ from gidgethub.aiohttp import GitHubAPI
 
 from tracker.gitpath import quote as git_quote
 
-from .. import metrics
-from ..confine import repo_path
+from ..forge.confine import repo_path
+from ..server import metrics
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ __all__ = ["ConditionalCache", "GitHubApp", "RepoClient", "RetryPolicy", "files_
 USER_AGENT = "roundwise"
 TOKEN_MARGIN = 300.0  # refresh an installation token this many seconds before it expires
 DIFF = "application/vnd.github.diff"
-#: the most of one diff the bot reads (a round reviews far less: ``bot.bounds``); past
+#: the most of one diff the bot reads (a round reviews far less: ``bot.config.bounds``); past
 #: it the diff is treated as too large, as GitHub treats one of over 20,000 lines
 MAX_DIFF_BYTES = 8 * 1024 * 1024
 OVER_CAP = "the diff is larger than the bot reads"  # the 406 message of a diff over the cap
@@ -497,7 +497,7 @@ class RepoClient:
 
     async def file_text(self, path: str, ref: str | None = None) -> str | None:
         """A file's text at ``ref`` (default branch when None); None when it does not exist
-        (or the path would leave the repository: ``bot.confine``)."""
+        (or the path would leave the repository: ``bot.forge.confine``)."""
         if repo_path(path) != path:
             log.warning("not reading %r: not a path inside the repository", path[:200])
             return None

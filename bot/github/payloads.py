@@ -10,7 +10,7 @@ import re
 from tracker.intake import Comment
 from tracker.lines import split_lines
 
-from ..confine import line_span, repo_path
+from ..forge.confine import line_span, repo_path
 
 __all__ = ["code_from_hunk", "comment_from_payload"]
 
@@ -31,7 +31,7 @@ def _sha(value: object) -> str | None:
 
 def comment_from_payload(data: dict, kind: str, bot_logins: set[str]) -> Comment:
     """A comment from its payload; its path confined to the repository, its lines positive
-    and its span no longer than the hunk it sits in (``bot.confine``).
+    and its span no longer than the hunk it sits in (``bot.forge.confine``).
 
     An *outdated* review comment (its lines changed since) has ``line`` null on GitHub; it
     is anchored at ``original_line`` of ``original_commit_id`` and mapped from there, not

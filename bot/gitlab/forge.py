@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 import re
 
-from ..confine import repo_path
+from ..config.repo_settings import PATH as SETTINGS_PATH
 from ..forge import Comment, Forge, InlineComment, PullRequest, Thread
-from ..settings import PATH as SETTINGS_PATH
+from ..forge.confine import repo_path
 from .client import ProjectClient
 from .diffs import line_code, locate, unified
 from .errors import NotAcceptable, NotFound, Unavailable, Unprocessable
@@ -45,7 +45,7 @@ def access_permission(level: int) -> str:
 
 
 def status_fields(fields: dict) -> dict | None:
-    """A check run's fields (GitHub's shape, ``bot.checks``) as a commit status's, or None
+    """A check run's fields (GitHub's shape, ``bot.pr.checks``) as a commit status's, or None
     when they change nothing a status shows (more annotations)."""
     status, conclusion = fields.get("status"), fields.get("conclusion")
     if status == "completed":

@@ -1,4 +1,4 @@
-"""The GitLab jobs, before the host-neutral handlers (``bot.handlers``) take over.
+"""The GitLab jobs, before the host-neutral handlers (``bot.jobs.handlers``) take over.
 
 A GitLab Note hook says less than GitHub's comment payloads: a reply names its discussion, not
 the note it answers, and no hunk comes with a note on lines. ``gitlab_note`` jobs read the
@@ -19,10 +19,10 @@ from dataclasses import replace
 from tracker.lifecycle import State
 from tracker.models import SignalKind
 
-from ..commands import parse_command
 from ..forge import ForgeError
-from ..handlers import Handlers
 from ..jobs import Job, RetryLater
+from ..jobs.handlers import Handlers
+from ..jobs.slash_commands import parse_command
 from ..store.offload import off_loop
 from .diffs import hunk_to
 from .forge import GitLabForge

@@ -1,7 +1,7 @@
 """The GitLab backend inside the server: its route, its client and its forge per job.
 
 ``mount(app, config)`` adds ``POST /gitlab/webhook`` and returns the ``GitLabService`` the
-composition root (``bot.app``) asks for a job's forge (``owns``/``forge``) and for the
+composition root (``bot.server.app``) asks for a job's forge (``owns``/``forge``) and for the
 worker pool's handler (``jobs``). At start-up it opens the client on the server's HTTP session
 and asks GitLab who the token is (its username marks the bot's own notes); GitLab being down
 then only delays that to the first job.
@@ -17,8 +17,8 @@ from aiohttp import web
 
 from ..forge import ForgeError
 from ..github.client import RetryPolicy
-from ..handlers import Handlers
 from ..jobs import Job
+from ..jobs.handlers import Handlers
 from .client import GitLabClient
 from .forge import GitLabForge
 from .ids import is_gitlab, project_path

@@ -85,7 +85,7 @@ class RoundContext:
     muted: dict[str, Learning] = field(default_factory=dict)
     ignored: list[Defect] = field(default_factory=list)  # defects people ignored
     messages: list[str] = field(default_factory=list)  # this push's commit messages (first lines)
-    # what the round left out of its diff and why (``bot.bounds``), for the summary
+    # what the round left out of its diff and why (``bot.config.bounds``), for the summary
     skipped: list[str] = field(default_factory=list)
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:

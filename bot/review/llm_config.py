@@ -2,7 +2,7 @@
 
 The server (``Config.llm``), ``roundwise review``, the bench and the judge all take an
 ``LLMConfig``; nothing else reads the LLM variables. The module does not import litellm, so
-``bot.config`` can parse and check the settings without paying for litellm's import.
+``bot.config.env`` can parse and check the settings without paying for litellm's import.
 
 ``configure_litellm()`` is called once by each composition root (the ``roundwise`` command, the
 bench scripts, the test suite) before anything imports litellm: machines running roundwise may

@@ -8,14 +8,14 @@ resolves anything.
 
 from __future__ import annotations
 
-from tracker.ledger import Ledger
+from tracker.store import LedgerStore
 
 from .plan import RoundPlan, RoundRecord
 
 __all__ = ["commit"]
 
 
-def commit(store: Ledger, pr_id: int, number: int, plan: RoundPlan,
+def commit(store: LedgerStore, pr_id: int, number: int, plan: RoundPlan,
            record: RoundRecord | None = None, *, bot_login: str | None = None) -> None:
     """Put round ``number``'s plan (and ``record``) into the ledger and complete the round."""
     record = record or RoundRecord()

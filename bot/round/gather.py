@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 from tracker import learnings
 from tracker.interdiff import interdiff
-from tracker.ledger import Ledger
 from tracker.models import Defect
+from tracker.store import LedgerStore
 
-from ..bounds import DEFAULT as DEFAULT_LIMITS
-from ..bounds import ReviewLimits, bound_diff, too_large_note
+from ..config.bounds import DEFAULT as DEFAULT_LIMITS
+from ..config.bounds import ReviewLimits, bound_diff, too_large_note
+from ..config.repo_settings import PATH as SETTINGS_PATH
+from ..config.repo_settings import SettingsError, parse_settings
 from ..forge import ForgeReader, NotAcceptable, NotFound, PullRequest, Unprocessable
 from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
-from ..settings import PATH as SETTINGS_PATH
-from ..settings import SettingsError, parse_settings
 from ..store.offload import off_loop
 
 __all__ = ["MAX_FILES", "RoundInputs", "gather", "read_settings"]
@@ -58,10 +58,10 @@ async def read_settings(forge: ForgeReader, default_drafts: bool = False
             f"{SETTINGS_PATH} took over {SETTINGS_TIMEOUT:g}s to read"
 
 
-async def gather(forge: ForgeReader, store: Ledger, pr: dict, pull: PullRequest, number: int,
+async def gather(forge: ForgeReader, store: LedgerStore, pr: dict, pull: PullRequest, number: int,
                  settings: Settings, limits: ReviewLimits = DEFAULT_LIMITS) -> RoundInputs:
     """Everything round ``number`` of ledger PR ``pr`` needs, read from ``forge`` and ``store``.
-    The diffs are cut to ``limits`` (``bot.bounds``); what was left out is noted."""
+    The diffs are cut to ``limits`` (``bot.config.bounds``); what was left out is noted."""
     head = pull.head_sha
     previous = await off_loop(store, store.last_round, pr["id"])
     skipped: list[str] = []
@@ -164,6 +164,6 @@ async def _anchor_diffs(forge: ForgeReader, tracked: list[Defect], previous: dic
     return out
 
 
-def _discussion(store: Ledger, pr_id: int, previous: dict | None) -> list[dict]:
+def _discussion(store: LedgerStore, pr_id: int, previous: dict | None) -> list[dict]:
     since = previous["finished_at"] if previous else ""
     return store.people_comments_since(pr_id, since or "")

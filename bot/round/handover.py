@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 
-from tracker.ledger import Ledger
+from tracker.store import LedgerStore
 
-from .. import checks
 from ..forge import Forge
+from ..pr import checks
 from ..store.offload import off_loop
 from .plan import RoundPlan
 from .publish import _markers
@@ -27,7 +27,7 @@ __all__ = ["close_superseded"]
 log = logging.getLogger(__name__)
 
 
-async def close_superseded(forge: Forge, store: Ledger, pr: dict, head: str, *,
+async def close_superseded(forge: Forge, store: LedgerStore, pr: dict, head: str, *,
                            bot_logins: set[str], bot_login: str | None = None) -> list[int]:
     """Close every unfinished round of ``pr`` for a head other than ``head``; their numbers."""
     stale = [r for r in await off_loop(store, store.rounds, pr["id"])
@@ -53,7 +53,7 @@ async def close_superseded(forge: Forge, store: Ledger, pr: dict, head: str, *,
     return [r["number"] for r in stale]
 
 
-def _hand_over(store: Ledger, pr: dict, rnd: dict, handed: list, posted: dict | None,
+def _hand_over(store: LedgerStore, pr: dict, rnd: dict, handed: list, posted: dict | None,
                head: str, bot_login: str | None) -> None:
     """Track what round ``rnd`` posted and close it ``superseded``, in one transaction."""
     number = rnd["number"]

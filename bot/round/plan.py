@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from tracker.learnings import kind_of
 from tracker.models import Decision, Finding
 
-from ..overview import diffstat
+from ..pr.overview import diffstat
 from ..review.engine import Engine, Usage
 from .gather import RoundInputs
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 
 from tracker import learnings
-from tracker.ledger import Ledger
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, SignalKind
+from tracker.store import LedgerStore
 
-from .. import render, summary
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
+from ..pr import render, summary
 from ..review.engine import model_silence_note
 from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
@@ -29,7 +29,7 @@ __all__ = ["body_sha", "post_summary", "publish", "summary_body"]
 log = logging.getLogger(__name__)
 
 
-async def publish(forge: Forge, store: Ledger, pr: dict, number: int, head: str,
+async def publish(forge: Forge, store: LedgerStore, pr: dict, number: int, head: str,
                   plan: RoundPlan, *, bot_logins: set[str],
                   settings_error: str | None = None,
                   comments: list[Comment] | None = None) -> RoundRecord:
@@ -93,7 +93,7 @@ async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: Rou
     record.not_inline = dropped
 
 
-async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan: RoundPlan,
+async def _post_replies(forge: Forge, store: LedgerStore, pr: dict, number: int, plan: RoundPlan,
                         posted: dict, said: dict, record: RoundRecord) -> None:
     defects = {d.key: d for d in await off_loop(store, store.defects, pr["id"])}
     complete = {r["number"] for r in await off_loop(store, store.rounds, pr["id"])
@@ -123,7 +123,7 @@ async def _post_replies(forge: Forge, store: Ledger, pr: dict, number: int, plan
         record.replies[decision.key] = reply_id
 
 
-async def _sync_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
+async def _sync_threads(forge: Forge, store: LedgerStore, pr: dict, plan: RoundPlan,
                         record: RoundRecord, *, fold: bool) -> None:
     """``fold``: resolve the bot's threads of defects this round resolves; else unresolve the
     threads of defects that are back (so "D1 is back" is not posted into a folded thread)."""
@@ -139,7 +139,7 @@ async def _sync_threads(forge: Forge, store: Ledger, pr: dict, plan: RoundPlan,
     record.threads.update(await sync_threads(forge, store, pr, wanted))
 
 
-def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundPlan | None,
+def summary_body(store: LedgerStore, pr_id: int, number: int, head: str, plan: RoundPlan | None,
                  settings_error: str | None = None, record: RoundRecord | None = None) -> str:
     """The sticky summary: every defect with this round's plan laid over the ledger. With no
     plan (a person changed the ledger after the round), the ledger alone, with the round's
@@ -164,7 +164,7 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
                      "here only: " + ", ".join(record.vanished) + ".")
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
-    notes += [f"⚠️ {note}" for note in (shown.skipped if shown else [])]  # bot.bounds
+    notes += [f"⚠️ {note}" for note in (shown.skipped if shown else [])]  # bot.config.bounds
     pr = store.pull_request_by_id(pr_id)
     held, notices = _held(store, pr_id, number, shown)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],
@@ -174,7 +174,7 @@ def summary_body(store: Ledger, pr_id: int, number: int, head: str, plan: RoundP
                           held=held, notices=notices)
 
 
-def _held(store: Ledger, pr_id: int, number: int, plan: RoundPlan | None
+def _held(store: LedgerStore, pr_id: int, number: int, plan: RoundPlan | None
           ) -> tuple[list[summary.Held], list[str]]:
     """The round's held-back findings and, per muted kind among them, its notice (the kinds
     unmuted since are no longer announced)."""

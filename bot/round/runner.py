@@ -1,6 +1,6 @@
 """``RoundRunner``: the server's ``round`` job, the four steps in order under the PR's lease.
 
-It knows no host: ``forge_for(job)`` (given by the composition root, ``bot.app``) returns the
+It knows no host: ``forge_for(job)`` (given by the composition root, ``bot.server.app``) returns the
 job's repository as a ``Forge``.
 
 It reads the PR and the repository's settings from the forge (skipping closed and draft PRs),
@@ -16,15 +16,16 @@ from collections.abc import Callable
 
 from tracker import learnings, verdicts
 from tracker.intake import take_reaction
-from tracker.ledger import Ledger
 from tracker.serial import PRSerializer
+from tracker.store import LedgerStore
 
-from .. import checks, metrics
-from ..bounds import DEFAULT as DEFAULT_LIMITS
-from ..bounds import ReviewLimits
+from ..config.bounds import DEFAULT as DEFAULT_LIMITS
+from ..config.bounds import ReviewLimits
 from ..forge import Comment, Forge
 from ..jobs import Job
+from ..pr import checks
 from ..review.engine import Engine
+from ..server import metrics
 from ..store.offload import off_loop
 from .commit import commit
 from .gather import gather, read_settings
@@ -38,7 +39,7 @@ __all__ = ["RoundRunner"]
 class RoundRunner:
     """Carries out ``round`` jobs."""
 
-    def __init__(self, ledger: Ledger, forge_for: Callable[[Job], Forge], engine: Engine,
+    def __init__(self, ledger: LedgerStore, forge_for: Callable[[Job], Forge], engine: Engine,
                  serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
                  review_drafts: bool = False, limits: ReviewLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.monotonic):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from tracker.ledger import Ledger
+from tracker.store import LedgerStore
 
 from ..forge import Forge, ForgeError
 from ..store.offload import off_loop
@@ -21,7 +21,7 @@ __all__ = ["sync_threads"]
 log = logging.getLogger(__name__)
 
 
-async def sync_threads(forge: Forge, store: Ledger, pr: dict,
+async def sync_threads(forge: Forge, store: LedgerStore, pr: dict,
                        wanted: dict[str, bool]) -> dict[str, str]:
     """Make each defect's thread resolved (``True``) or not (``False``) as ``wanted`` says;
     the thread node id of every defect whose thread was found (to remember in the ledger)."""

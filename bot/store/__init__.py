@@ -1,4 +1,9 @@
-"""The bot's storage seam: the ledger and the durable queue, each with two engines.
+"""The bot's storage seam: the ledger and the durable queue, each with two engines side by side.
+
+The ledger (``tracker.store.LedgerStore``): ``ledger_sqlite`` (``Ledger``, one file, its schema
+``schema_sqlite``) and ``ledger_postgres`` (``PostgresLedgerStore``, its schema
+``schema_postgres``), both thin backends over ``tracker.ledger_base``. The queue
+(``queue_base.QueueStore``): ``queue_sqlite`` (in the ledger's file) and ``queue_postgres``.
 
 ``open_ledger_store(target)`` and ``open_queue_store(target)`` pick the engine from
 ``ROUNDWISE_DB``'s form: a file path or ``sqlite:///PATH`` opens SQLite (the embedded default:
@@ -13,7 +18,7 @@ from __future__ import annotations
 from tracker.store import LedgerStore
 
 from .offload import off_loop
-from .queue import (
+from .queue_base import (
     DB_ERRORS,
     Delivery,
     Installation,
@@ -25,9 +30,10 @@ from .queue import (
 )
 
 __all__ = ["DB_ERRORS", "Delivery", "Installation", "Job", "LedgerStore", "QueueStore",
-           "is_postgres", "ledger_postgres", "ledger_schema", "off_loop", "offload",
-           "open_ledger_store", "open_queue_store", "postgres", "queue", "split_schema",
-           "sqlite", "sqlite_path", "target"]
+           "is_postgres", "ledger_postgres", "ledger_sqlite", "off_loop", "offload",
+           "open_ledger_store", "open_queue_store", "queue_base", "queue_postgres",
+           "queue_sqlite", "schema_postgres", "schema_sqlite", "split_schema", "sqlite_path",
+           "target"]
 
 
 def open_ledger_store(target: str, *, schema: str | None = None) -> LedgerStore:
@@ -38,7 +44,7 @@ def open_ledger_store(target: str, *, schema: str | None = None) -> LedgerStore:
 
         conninfo, named = split_schema(target)
         return PostgresLedgerStore(conninfo, schema=schema or named)
-    from tracker.ledger import Ledger
+    from .ledger_sqlite import Ledger
 
     return Ledger(sqlite_path(target))
 
@@ -47,14 +53,14 @@ def open_queue_store(target: str, *, ledger=None, schema: str | None = None) -> 
     """The queue store for ``target`` (see the module docstring). A SQLite store may share an
     open ``ledger`` (one file, one connection, so a job and its delivery commit together)."""
     if is_postgres(target):
-        from .postgres import PostgresQueueStore
+        from .queue_postgres import PostgresQueueStore
 
         conninfo, named = split_schema(target)
         return PostgresQueueStore(conninfo, schema=schema or named)
-    from .sqlite import SqliteQueueStore
+    from .queue_sqlite import SqliteQueueStore
 
     if ledger is None:
-        from tracker.ledger import Ledger
+        from .ledger_sqlite import Ledger
 
         ledger = Ledger(sqlite_path(target))
     return SqliteQueueStore(ledger)

@@ -1,7 +1,7 @@
 """The ledger on PostgreSQL: several ``roundwise serve`` replicas share one defect ledger.
 
 ``PostgresLedgerStore`` implements ``tracker.store.LedgerStore`` with the same semantics and
-shapes as the SQLite ``tracker.ledger.Ledger`` (dict rows for PRs and rounds, typed defects and
+shapes as the SQLite ``bot.store.ledger_sqlite.Ledger`` (dict rows for PRs and rounds, typed defects and
 signals, ``LedgerError`` for what it cannot honour). It lives in ``bot`` because the tracker
 does no network I/O. psycopg 3 with a connection pool; methods are synchronous and the store
 says ``threaded``, so async callers run them off the event loop (``bot.store.offload``).
@@ -11,7 +11,7 @@ ends; nested blocks are savepoints, as with SQLite. ``record_round`` reads the P
 their last states once, checks every decision in memory (``tracker.batch``) and writes
 the round set-based: one ``update ... from unnest(...)`` for the defects and one
 ``insert ... select * from unnest(...)`` for their history, whatever the round's size. The schema is its own ordered migrations
-(``bot.store.ledger_schema``), applied under the same advisory lock as the queue's, so
+(``bot.store.schema_postgres``), applied under the same advisory lock as the queue's, so
 replicas starting together migrate once.
 """
 
@@ -29,13 +29,12 @@ from psycopg_pool import ConnectionPool
 
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions, state_before
-from tracker.ledger import TALLY, like_prefix
-from tracker.ledger_base import LedgerBase, LedgerError, dump_defects, now
+from tracker.ledger_base import TALLY, LedgerBase, LedgerError, dump_defects, like_prefix, now
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 
-from .ledger_schema import LEDGER_MIGRATIONS
-from .postgres import migrate
+from .queue_postgres import migrate
+from .schema_postgres import LEDGER_MIGRATIONS
 
 __all__ = ["LEDGER_MIGRATIONS", "PostgresLedgerStore"]
 

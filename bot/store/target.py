@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .queue import is_postgres, redact, split_schema, sqlite_path
+from .queue_base import is_postgres, redact, split_schema, sqlite_path
 
 __all__ = ["PG_TIMEOUT", "SUPPORTED", "TargetError", "check_target", "relative_hint"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import litellm
 
-from ... import metrics
+from ...server import metrics
 from ..engine import Usage
 from ..llm_config import LLMConfig
 from .parse import OutputError

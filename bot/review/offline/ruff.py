@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ... import tempclean
+from ...server import tempclean
 from .files import ChangedFile
 from .languages import PYTHON
 from .rules import (

@@ -1,0 +1,279 @@
+"""Server configuration from the environment, checked at start-up with messages that say how to fix.
+
+``SETTINGS`` lists every variable ``load_config`` reads (with the LLM's, ``LLM_SETTINGS``), its
+meaning and default; README's settings table must say the same (a test compares them). The LLM
+settings are parsed once, into ``Config.llm``, which the server's engine is built from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..gitlab.settings import SETTINGS as GITLAB_SETTINGS
+from ..gitlab.settings import GitLabConfig
+from ..review.llm_config import LLM_SETTINGS, LLMConfig
+from ..review.prompt_context import CONTEXT_SETTINGS
+from ..store.queue_base import is_postgres, split_schema, sqlite_path
+from .bounds import ReviewLimits
+
+__all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+#: every environment variable of the server: name -> (meaning, default)
+SETTINGS: dict[str, tuple[str, str]] = {
+    "GITHUB_APP_ID": ("the App's numeric id (or its client id, Iv...)", "required"),
+    "GITHUB_PRIVATE_KEY": ("the App's PEM private key, inline", "this or the path required"),
+    "GITHUB_PRIVATE_KEY_PATH": ("the App's PEM private key, as a file",
+                                "this or the key required"),
+    "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
+    "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
+    **GITLAB_SETTINGS,
+    "ROUNDWISE_DB": (("the ledger and job queue: a SQLite file (a path or sqlite:///PATH, one "
+                      "server) or postgresql://USER@HOST/DB[?schema=NAME] (any number of "
+                      "replicas)"), "roundwise.db"),
+    "ROUNDWISE_JOB_LEASE": (("seconds a claimed job stays its server's without renewal "
+                             "(renewed every quarter of it); a dead replica's jobs are taken "
+                             "over once it runs out"), "600"),
+    "ROUNDWISE_RETENTION_DAYS": (("days processed deliveries and finished jobs are kept "
+                                  "before the server's hourly prune (or `roundwise db prune`) "
+                                  "drops them; the ledger is kept"), "14"),
+    **LLM_SETTINGS,
+    **CONTEXT_SETTINGS,
+    "ROUNDWISE_WORKERS": ("concurrent jobs (different PRs)", "4"),
+    "ROUNDWISE_BOT_LOGIN": ("the App's bot login, to recognise its own comments",
+                            "roundwise[bot]"),
+    "ROUNDWISE_REVIEW_DRAFTS": ("review draft PRs unless a repo's settings say otherwise",
+                                "false"),
+    "ROUNDWISE_MAX_REVIEW_FILES": (("changed files one round reviews, in diff order; the "
+                                    "summary says how many it left out"), "300"),
+    "ROUNDWISE_MAX_REVIEW_LINES": ("diff lines one round reviews (whole files)", "20000"),
+    "ROUNDWISE_MAX_REVIEW_BYTES": ("bytes of diff one round reviews (whole files)", "2097152"),
+    # not the server's: `roundwise bench mine` reads repositories the App is not installed on
+    "GITHUB_TOKEN": ("`roundwise bench mine` only: a token that can read the mined repository",
+                     "unset"),
+    "ROUNDWISE_CHECK_MODEL": ("at start-up, make one tiny call to the model (1 = on)", "0"),
+    "ROUNDWISE_LOG_FORMAT": ("server log lines: text, or json (one object a line)", "text"),
+}
+
+#: an App's client id (``Iv1.`` and 16 hex digits, or ``Iv23`` and letters/digits)
+CLIENT_ID = re.compile(r"Iv[0-9A-Za-z.]{10,}")
+LOG_FORMATS = ("text", "json")
+GITHUB_APP_VARS = ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH",
+                   "GITHUB_WEBHOOK_SECRET")
+
+
+class ConfigError(ValueError):
+    """A missing or invalid setting; the message names it and says how to fix it."""
+
+
+@dataclass
+class Config:
+    app_id: str
+    private_key: str = field(repr=False)
+    webhook_secret: str = field(repr=False)
+    api_url: str = DEFAULT_API_URL
+    db_path: str = "roundwise.db"
+    llm: LLMConfig | None = None  # None: the offline reviewer
+    workers: int = 4
+    bot_login: str = "roundwise[bot]"
+    review_drafts: bool = False
+    check_model: bool = False  # one tiny call to the model at start-up
+    log_format: str = "text"
+    retention_days: float = 14.0  # processed deliveries and finished jobs (bot.jobs.retention)
+    job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
+    gitlab: GitLabConfig | None = None  # None: no GitLab (bot.gitlab)
+    review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.config.bounds
+
+    @property
+    def model(self) -> str | None:
+        return self.llm.model if self.llm else None
+
+    @property
+    def bot_logins(self) -> set[str]:
+        """The bot's login as REST (``name[bot]``) and GraphQL (``name``) show it."""
+        base = self.bot_login.removesuffix("[bot]")
+        return {self.bot_login, base, f"{base}[bot]"}
+
+
+def _bool(name: str, value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={value!r} is not a boolean; use true or false")
+
+
+def retention_days(value: str | None) -> float:
+    """``ROUNDWISE_RETENTION_DAYS`` as a number of days (default 14)."""
+    if value is None or value.strip() == "":
+        return 14.0
+    try:
+        days = float(value)
+        if not days > 0 or days == float("inf"):
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"ROUNDWISE_RETENTION_DAYS={value!r} must be a number of days above "
+                          "0") from None
+    return days
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """Read and check every setting; raises ConfigError listing all problems at once."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    gitlab = GitLabConfig.from_env(env, problems)
+    app_checks = len(problems)
+
+    app_id = (env.get("GITHUB_APP_ID") or "").strip()
+    if not app_id:
+        problems.append("GITHUB_APP_ID is not set: use the App ID from the App's settings page")
+    elif not (app_id.isdigit() or CLIENT_ID.fullmatch(app_id)):
+        problems.append(f"GITHUB_APP_ID={app_id!r} is not an App id: use the number shown as "
+                        "'App ID' on the App's settings page (or its client id, Iv...)")
+
+    key = env.get("GITHUB_PRIVATE_KEY") or ""
+    key_path = env.get("GITHUB_PRIVATE_KEY_PATH") or ""
+    if not key and key_path:
+        try:
+            key = Path(key_path).expanduser().read_text()
+        except OSError as exc:
+            problems.append(f"GITHUB_PRIVATE_KEY_PATH={key_path!r} cannot be read ({exc.strerror})")
+    if len(key) > 1 and key[0] == key[-1] == '"':
+        key = key[1:-1]  # a quoted value passed through as is (docker run --env-file)
+    if key and "\\n" in key and "\n" not in key:
+        key = key.replace("\\n", "\n")  # keys pasted into one-line env files
+    if not key and not key_path:
+        problems.append("no private key: set GITHUB_PRIVATE_KEY_PATH to the .pem file "
+                        "GitHub generated for the App (or GITHUB_PRIVATE_KEY to its text)")
+    elif key and "PRIVATE KEY-----" not in key:
+        problems.append("the private key is not a PEM key (expected '-----BEGIN ... PRIVATE "
+                        "KEY-----'); download a new one from the App's settings page")
+    elif key:
+        try:
+            from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+            from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+            loaded = load_pem_private_key(key.encode(), password=None)
+            if not isinstance(loaded, RSAPrivateKey):
+                problems.append(f"the private key is a {type(loaded).__name__.lstrip('_')}, "
+                                "not an RSA key: GitHub signs App tokens with RS256; download "
+                                "the .pem from the App's settings page")
+        except (ValueError, TypeError) as exc:
+            problems.append(f"the private key cannot be loaded: {exc}")
+
+    secret = env.get("GITHUB_WEBHOOK_SECRET") or ""
+    if not secret:
+        problems.append("GITHUB_WEBHOOK_SECRET is not set: use the webhook secret configured "
+                        "on the App (every delivery's signature is checked with it)")
+
+    if gitlab is not None and not any(env.get(name) for name in GITHUB_APP_VARS):
+        del problems[app_checks:]  # a server for GitLab alone: there is no App to check
+
+    api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
+    if not api_url.startswith(("http://", "https://")):
+        problems.append(f"GITHUB_API_URL={api_url!r} must start with https:// (or http:// for "
+                        "a local test server)")
+
+    workers = env.get("ROUNDWISE_WORKERS") or "4"
+    try:
+        n_workers = int(workers)
+        if n_workers < 1:
+            raise ValueError
+    except ValueError:
+        problems.append(f"ROUNDWISE_WORKERS={workers!r} must be a whole number of at least 1")
+        n_workers = 4
+
+    try:
+        drafts = _bool("ROUNDWISE_REVIEW_DRAFTS", env.get("ROUNDWISE_REVIEW_DRAFTS"), False)
+    except ConfigError as exc:
+        problems.append(str(exc))
+        drafts = False
+
+    try:
+        check_model = _bool("ROUNDWISE_CHECK_MODEL", env.get("ROUNDWISE_CHECK_MODEL"), False)
+    except ConfigError as exc:
+        problems.append(str(exc))
+        check_model = False
+
+    log_format = (env.get("ROUNDWISE_LOG_FORMAT") or "text").strip().lower()
+    if log_format not in LOG_FORMATS:
+        problems.append(f"ROUNDWISE_LOG_FORMAT={log_format!r} must be text or json")
+
+    try:
+        keep_days = retention_days(env.get("ROUNDWISE_RETENTION_DAYS"))
+    except ConfigError as exc:
+        problems.append(str(exc))
+        keep_days = 14.0
+
+    limits = {}
+    for name, limit in (("ROUNDWISE_MAX_REVIEW_FILES", "max_files"),
+                        ("ROUNDWISE_MAX_REVIEW_LINES", "max_lines"),
+                        ("ROUNDWISE_MAX_REVIEW_BYTES", "max_bytes")):
+        value = env.get(name)
+        if value:
+            try:
+                limits[limit] = int(value)
+                if limits[limit] < 1:
+                    raise ValueError
+            except ValueError:
+                problems.append(f"{name}={value!r} must be a whole number of at least 1")
+                limits.pop(limit, None)
+
+    lease = env.get("ROUNDWISE_JOB_LEASE") or "600"
+    try:
+        job_lease = float(lease)
+        if not job_lease > 0 or job_lease == float("inf"):
+            raise ValueError
+    except ValueError:
+        problems.append(f"ROUNDWISE_JOB_LEASE={lease!r} must be a number of seconds above 0")
+        job_lease = 600.0
+
+    db = env.get("ROUNDWISE_DB") or "roundwise.db"
+    if is_postgres(db):
+        try:
+            split_schema(db)
+        except ValueError as exc:
+            problems.append(f"ROUNDWISE_DB: {exc}")
+    else:
+        from ..store.target import TargetError, check_target
+
+        try:  # the scheme here; the folder and writability in bot.server.startup
+            check_target(db, folder=False)
+        except TargetError as exc:
+            problems.append(f"ROUNDWISE_DB: {exc}")
+
+    llm = None
+    try:
+        llm = LLMConfig.from_env(env)
+    except ValueError as exc:
+        if env.get("ROUNDWISE_MODEL"):
+            problems.append(str(exc))
+
+    if problems:
+        raise ConfigError("roundwise cannot start:\n  - " + "\n  - ".join(problems))
+    return Config(
+        app_id=app_id,
+        private_key=key,
+        webhook_secret=secret,
+        api_url=api_url,
+        db_path=sqlite_path(db),
+        llm=llm,
+        workers=n_workers,
+        bot_login=env.get("ROUNDWISE_BOT_LOGIN") or "roundwise[bot]",
+        review_drafts=drafts,
+        check_model=check_model,
+        log_format=log_format,
+        retention_days=keep_days,
+        job_lease=job_lease,
+        gitlab=gitlab,
+        review_limits=ReviewLimits(**limits),
+    )

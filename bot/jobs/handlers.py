@@ -1,0 +1,267 @@
+"""What each kind of job does: rounds, people's comments, thread actions, commands, closing.
+
+``Handlers.handle(job)`` is the worker pool's handler. Round jobs go to ``RoundRunner``;
+comments, replies and thread resolutions go into the ledger through ``tracker.intake``;
+``/roundwise`` commands are checked (write access for resolve/ignore/unmute, through the API)
+and carried out. Whatever a job changes in the ledger, every surface that shows it follows
+(``bot.pr.surfaces``). Every action stays inside the repository and pull request the job came
+from.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tracker import learnings
+from tracker.intake import take_comment, take_thread
+from tracker.ledger_base import LedgerError
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Decision, SignalKind
+from tracker.store import LedgerStore
+
+from ..forge import ForgeError
+from ..github.payloads import code_from_hunk, comment_from_payload
+from ..pr import render
+from ..pr.surfaces import refresh_surfaces
+from ..round import RoundRunner
+from ..store.offload import off_loop
+from . import live
+from .forced import PER_HOUR, may_force, recent_forced
+from .queue import Job, JobQueue, RetryLater
+from .slash_commands import NEEDS_WRITE, parse_command
+
+log = logging.getLogger(__name__)
+
+WRITE = {"admin", "write", "maintain"}
+
+
+class Handlers:
+    def __init__(self, ledger: LedgerStore, queue: JobQueue, rounds: RoundRunner,
+                 *, bot_logins: set[str]):
+        self.ledger = ledger
+        self.queue = queue
+        self.rounds = rounds
+        self.bot_logins = bot_logins
+
+    async def handle(self, job: Job) -> None:
+        handler = getattr(self, f"on_{job.kind}", None)
+        if handler is None:
+            raise ValueError(f"unknown job kind {job.kind!r}")
+        try:
+            outcome = await handler(job)
+        except ForgeError as exc:
+            if exc.retryable:
+                raise RetryLater(str(exc), after=getattr(exc, "retry_after", None)) from exc
+            raise
+        log.info("job %s %s %s#%s: %s", job.id, job.kind, job.repo, job.number, outcome)
+        await self._db(live.after_job, self.ledger, job.repo, job.number, self.bot_logins)
+        store, call = self.queue.store, self.queue.call
+        if job.delivery_id and await call(store.delivery, job.delivery_id):  # not derived jobs
+            await call(store.mark_processed, job.delivery_id, str(outcome or "ok")[:200])
+
+    async def _db(self, fn, /, *args, **kwargs):
+        """A ledger call, off the event loop when the ledger is a network database."""
+        return await off_loop(self.ledger, fn, *args, **kwargs)
+
+    async def on_round(self, job: Job) -> str:
+        return await self.rounds.run(job)
+
+    async def _pr_id(self, job: Job, author: str | None = None) -> int:
+        return (await self._db(self.ledger.pull_request, job.repo, job.number,
+                               installation_id=job.installation_id, author=author))["id"]
+
+    async def on_comment(self, job: Job) -> str:
+        data, kind, action = job.payload["comment"], job.payload["kind"], job.payload["action"]
+        pr_id = await self._pr_id(job, job.payload.get("pr_author"))
+        pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
+        comment = comment_from_payload(data, kind, self.bot_logins)
+        if action == "deleted":
+            defect = await self._db(self.ledger.defect_by_comment, pr_id, comment.id)
+            root = defect and await self._db(self.ledger.thread_root, pr_id, defect.key)
+            if defect and defect.origin.value == "human" and (root is None or root["id"] ==
+                                                              comment.id):
+                await self._db(self._ignore_deleted, pr_id, defect.key, comment.id)
+                await self._refresh(job)
+                return f"{defect.key} ignored: its comment was deleted"
+            return "nothing to do"
+        count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
+            else 1
+        code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
+        outcome = await self._db(take_comment, self.ledger, pr_id, comment,
+                                 pr_author=pr["author"], code=code)
+        disputed = outcome.signal in (SignalKind.REVIEWER_DISPUTES, SignalKind.REVIEWER_REPEATS) \
+            and outcome.defect
+        await self._refresh(job, [outcome.defect.key] if disputed else [])
+        return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
+
+    def _ignore_deleted(self, pr_id: int, key: str, comment_id: int) -> None:
+        self.ledger.set_ignored(pr_id, key, f"deletion of comment {comment_id}",
+                                self.ledger.current_round(pr_id))
+
+    async def on_thread(self, job: Job) -> str:
+        pr_id = await self._pr_id(job)
+        outcome = await self._db(
+            take_thread, self.ledger, pr_id, resolved=job.payload["action"] == "resolved",
+            by=job.payload.get("by"), node_id=job.payload.get("node_id"),
+            comment_ids=[c for c in job.payload.get("comment_ids") or [] if c])
+        await self._refresh(job)  # the thread itself already shows what the person did
+        return f"{outcome.action} {outcome.defect.key if outcome.defect else outcome.reason}"
+
+    async def on_rerequest(self, job: Job) -> str:
+        """Someone re-ran the bot's check: review the head of each pull request it is for."""
+        numbers = list(job.payload.get("numbers") or [])
+        if not numbers:
+            number = await self._db(self.ledger.pr_number_for_check, job.repo,
+                                    job.payload.get("check_run_id"),
+                                    job.payload.get("head_sha"))
+            numbers = [number] if number is not None else []
+        limited = []
+        for number in list(numbers):
+            # a Re-run is a forced round as `/roundwise review` is: under the same limit
+            if await self.queue.call(recent_forced, self.queue, job.repo, number) >= PER_HOUR:
+                limited.append(number)
+                numbers.remove(number)
+                continue
+            await self.queue.call(self.queue.enqueue, "round", repo=job.repo, number=number,
+                                  installation_id=job.installation_id, payload={"force": True},
+                                  delivery_id=f"{job.delivery_id}:rerequest:{number}",
+                                  head_sha=job.payload.get("head_sha"))
+        if limited:
+            log.info("re-run of %s #%s refused: %d forced reviews an hour at most", job.repo,
+                     ", #".join(map(str, limited)), PER_HOUR)
+        if numbers:
+            return f"review queued for #{', #'.join(map(str, numbers))}"
+        return f"refused: #{', #'.join(map(str, limited))} had {PER_HOUR} forced reviews " \
+            "in the last hour" if limited else "no pull request known for this check"
+
+    async def _refresh(self, job: Job, changed: list[str] = ()) -> None:
+        """A person changed the ledger: the summary, the check and the threads of ``changed``
+        defects follow, once each (``bot.pr.surfaces``)."""
+        pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
+        if pr is not None:
+            await refresh_surfaces(self.rounds.forge(job), self.ledger, pr,
+                                   bot_logins=self.bot_logins, changed=list(changed))
+
+    async def on_closed(self, job: Job) -> str:
+        pr_id = await self._pr_id(job)
+        status = "merged" if job.payload.get("merged") else "closed"
+        await self._db(self.ledger.update_pull_request, pr_id, status=status)
+        return f"pull request {status}; final states kept"
+
+    async def on_installation(self, job: Job) -> str:
+        inst = job.payload["installation"]
+        action = job.payload.get("action")
+        account = (inst.get("account") or {}).get("login")
+        if job.payload.get("event") == "installation" and action == "deleted":
+            await self.queue.call(self.queue.store.remove_installation, inst["id"])
+        else:
+            await self.queue.call(self.queue.store.upsert_installation, inst["id"], account,
+                                  action == "suspend")
+        return f"installation {inst['id']} {action}"
+
+    async def on_command(self, job: Job) -> str:
+        data = job.payload["comment"]
+        command = parse_command(data.get("body"))
+        user = (data.get("user") or {}).get("login")
+        gh = self.rounds.forge(job)
+        pr_id = await self._pr_id(job, job.payload.get("pr_author"))
+        if command is None:
+            return "no command"
+        if command.error or command.name == "unknown":
+            await self._refuse(gh, job, user, f"error:{command.name}",  # once per mistake
+                               f"@{user} {command.error}.\n\n{render.HELP}")
+            return command.error or "unknown"
+        if command.name == "help":
+            await gh.create_issue_comment(job.number, render.HELP)
+            return "help"
+        if command.name == "review":  # bot.jobs.forced: write access or the author; a rate limit
+            already = await self.queue.call(recent_forced, self.queue, job.repo, job.number)
+            refusal = may_force(await gh.permission(user), user, job.payload.get("pr_author"),
+                                already)
+            if refusal:
+                await self._refuse(gh, job, user, "refused", f"@{user} {refusal}.")
+                return f"refused: {refusal}"
+            await self.queue.call(self.queue.enqueue, "round", repo=job.repo,
+                                  number=job.number, installation_id=job.installation_id,
+                                  payload={"force": True}, delivery_id=f"{job.delivery_id}:review")
+            return "review queued"
+        if command.name == "status":
+            rows = [{"key": d.key, "state": str(d.state) + (" (ignored)" if d.ignored else ""),
+                     "location": d.location(), "description": d.description}
+                    for d in await self._db(self.ledger.defects, pr_id)]
+            await gh.create_issue_comment(job.number, render.status_table(rows))
+            return "status posted"
+        if command.name in NEEDS_WRITE:
+            permission = await gh.permission(user)
+            if permission not in WRITE:
+                await self._refuse(gh, job, user, "refused",
+                                   f"@{user} only people with write access can "
+                                   f"`/roundwise {command.name}`.")
+                return f"refused: {user} has {permission} access"
+            if command.name == "unmute":
+                return await self._unmute(gh, job, command.key, user)
+            return await self._resolve_or_ignore(gh, job, pr_id, command.name, command.key, user)
+        return "nothing to do"
+
+    async def _refuse(self, gh, job: Job, user: str | None, why: str, text: str) -> None:
+        """Say no once per person, pull request and kind of no (``why``); after that a 👎 on
+        the command instead of one more comment. The first answer is a ``refusal`` job whose
+        delivery id names the person and PR, so the queue's uniqueness (kept across restarts
+        and replicas) decides which command is the first."""
+        comment_id = job.payload["comment"].get("id")
+        job_id = await self.queue.call(
+            self.queue.enqueue, "refusal", repo=job.repo, number=job.number,
+            installation_id=job.installation_id,
+            payload={"comment_id": comment_id, "body": text},
+            delivery_id=f"refusal:{why}:{job.repo}#{job.number}:{user}")
+        first = await self.queue.call(self.queue.store.job, job_id)
+        if first is not None and first.payload.get("comment_id") == comment_id:
+            return  # the refusal job posts the answer
+        try:
+            await gh.react(comment_id, "-1")
+        except ForgeError as exc:  # a reaction is a courtesy: a refusal never fails the job
+            if exc.retryable:
+                raise
+            log.info("could not react to comment %s: %s", comment_id, exc)
+
+    async def on_refusal(self, job: Job) -> str:
+        """The first refusal of a person's commands on a pull request, as a comment."""
+        await self.rounds.forge(job).create_issue_comment(job.number, job.payload["body"])
+        return "refusal posted"
+
+    async def _unmute(self, gh, job: Job, kind: str, user: str) -> str:
+        """``/roundwise unmute KIND``: post that kind of finding again in this repository."""
+        was = await self._db(learnings.unmute, self.ledger, job.repo, kind, user)
+        if was is None:
+            held = sorted(await self._db(learnings.muted, self.ledger, job.repo))
+            await gh.create_issue_comment(job.number, (
+                f"@{user} `{kind}` findings are not held back here"
+                + (f"; held back: {', '.join(f'`{k}`' for k in held)}." if held else ".")))
+            return f"{kind} was not muted"
+        await gh.create_issue_comment(job.number, (
+            f"`{kind}` findings will be posted again in {learnings.learning_repo(job.repo)} "
+            f"(unmuted by @{user}; they had been dismissed {was.dismissed} of {was.judged} "
+            "times)."))
+        await self._refresh(job)
+        return f"{kind} unmuted by {user}"
+
+    async def _resolve_or_ignore(self, gh, job: Job, pr_id: int, name: str, key: str,
+                                 user: str) -> str:
+        try:
+            defect = await self._db(self.ledger.defect, pr_id, key)
+        except LedgerError as exc:
+            await gh.create_issue_comment(job.number, f"@{user} {exc}.")
+            return str(exc)
+        number = await self._db(self.ledger.current_round, pr_id)
+        if name == "ignore":
+            await self._db(self.ledger.set_ignored, pr_id, key, user, number)
+        elif defect.state is not State.RESOLVED:
+            await self._db(self.ledger.record_decision, pr_id, number, Decision(
+                key, State.RESOLVED, "command_resolve", f"{user} ran /roundwise resolve",
+                decided_by=DecidedBy.HUMAN))
+        root = await self._db(self.ledger.thread_root, pr_id, key)
+        if root is not None:
+            await gh.reply(job.number, root["id"], f"{key} marked {name}d by @{user}.\n"
+                           f"{render.marker(name, key, number)}")
+        await self._refresh(job, [key])
+        return f"{key} {name}d by {user}"

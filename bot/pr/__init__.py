@@ -1,0 +1,12 @@
+"""The pull request face: everything the bot shows on a pull request, from the ledger's state.
+
+``render`` (inline comments, thread replies, hidden markers), ``summary`` (the sticky summary
+comment), ``overview`` (the changed files at a glance, at the summary's top), ``quiet`` (people's
+text quoted without pinging anyone), ``checks`` (the merge gate's check run) and ``surfaces``
+(after people change the ledger between rounds, every surface follows).
+
+Nothing is imported here: the round's publish step needs ``render`` and ``summary`` without the
+check run's or the surfaces' imports.
+"""
+
+__all__ = ["checks", "overview", "quiet", "render", "summary", "surfaces"]

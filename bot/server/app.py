@@ -1,0 +1,236 @@
+"""The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
+
+``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), with
+GitLab configured ``POST /gitlab/webhook`` (``bot.gitlab``), ``GET /healthz``
+and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.server.home``). It opens
+the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
+PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
+(on PostgreSQL: those whose lease ran out) and starts the worker pool; on shutdown
+it stops the workers and closes everything. ``serve`` reads ``.env``, runs the start-up checks
+(``bot.server.startup``) and logs the ready line once listening.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+
+from tracker.serial import PRSerializer
+from tracker.store import LedgerStore
+
+from ..config.env import Config, ConfigError, load_config
+from ..forge import Forge
+from ..github import GitHubApp, GitHubForge, RetryPolicy
+from ..github.webhooks import handle_webhook
+from ..gitlab import mount as mount_gitlab
+from ..jobs import JobQueue, Workers
+from ..jobs.handlers import Handlers
+from ..jobs.retention import prune_periodically
+from ..review.engine import Engine, offline_engine
+from ..round import RoundRunner
+from ..store import is_postgres, off_loop, open_ledger_store, open_queue_store
+from ..store.queue_base import redact
+from . import health, metrics, tempclean
+from .appkeys import STATE, UNVERIFIED
+from .disconnects import disconnects
+from .logs import with_job_context
+from .unverified import UnverifiedBodies
+
+log = logging.getLogger("roundwise")
+
+MAX_BODY = 25 * 1024 * 1024  # GitHub does not send payloads over 25 MB
+
+
+@dataclass
+class State:
+    config: Config
+    ledger: LedgerStore
+    queue: JobQueue
+    session: aiohttp.ClientSession | None = None
+    github: GitHubApp | None = None
+    workers: Workers | None = None
+    pruner: asyncio.Task | None = None  # hourly retention (bot.jobs.retention)
+
+
+def build_engine(config: Config) -> Engine:
+    """The offline engine, or the LLM engine for ``config.llm``."""
+    if config.llm is None:
+        return offline_engine()
+    from ..review.llm import build_llm_engine
+
+    return build_llm_engine(config.llm)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    state: State = request.app[STATE]
+    # a database write and the workers (bot.server.health); off the loop on a network database
+    problems = await off_loop(state.ledger, health.problems, state)
+    if problems:
+        return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
+    depth = await state.queue.call(state.queue.depth)
+    return web.json_response({"status": "ok", "queue": depth})
+
+
+async def metrics_view(request: web.Request) -> web.Response:
+    state: State = request.app[STATE]
+    metrics.QUEUE_DEPTH.set(await state.queue.call(state.queue.depth))
+    return web.Response(body=metrics.render(), content_type="text/plain", charset="utf-8")
+
+
+def serializer(queue: JobQueue) -> PRSerializer:
+    """Per-PR leases in the queue's store. On a shared store a PR lease lasts no longer than a
+    job's, so a dead replica's PR leases run out with its jobs' (``recover`` drops both)."""
+    if queue.store.threaded:
+        return PRSerializer(queue.store, ttl=queue.lease)
+    return PRSerializer(queue.store)
+
+
+def create_app(config: Config, *, engine: Engine | None = None,
+               retry: RetryPolicy | None = None, start_workers: bool = True,
+               poll: float = 0.5) -> web.Application:
+    """The server for ``config``. ``engine`` and ``retry`` may be given (tests, the bench)."""
+    from .home import docs, home
+
+    app = web.Application(client_max_size=MAX_BODY)
+    app.middlewares.append(disconnects)  # a client hanging up mid-body: one line, no traceback
+    # bot.store: SQLite (the ledger's file holds the queue) or PostgreSQL (both stores there,
+    # each migrated at start-up under an advisory lock)
+    ledger = open_ledger_store(config.db_path)
+    shared = is_postgres(config.db_path)
+    queue_store = open_queue_store(config.db_path, ledger=None if shared else ledger)
+    state = State(config=config, ledger=ledger,
+                  queue=JobQueue(store=queue_store, lease=config.job_lease))
+    app[STATE] = state
+    app[UNVERIFIED] = UnverifiedBodies()  # bot.server.unverified: slow bodies cannot take every slot
+    if config.app_id:  # no App, no GitHub deliveries (a server for GitLab alone)
+        app.router.add_post("/webhook", handle_webhook)
+    gitlab = mount_gitlab(app, config.gitlab, config.bot_login) if config.gitlab else None
+    app.router.add_get("/", home)
+    app.router.add_get("/docs", docs)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_view)
+
+    lock = None if shared else health.ServerLock(config.db_path)
+
+    async def start(app: web.Application) -> None:
+        if lock:
+            lock.acquire()  # one server per SQLite ledger file (bot.server.health)
+        await asyncio.to_thread(tempclean.clean_stale)  # what a killed server left in /tmp
+        state.session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
+        if config.app_id:
+            state.github = GitHubApp(state.session, config.app_id, config.private_key,
+                                     config.api_url, retry=retry)
+        github = state.github
+        if gitlab:
+            await gitlab.start(state.session, retry)
+
+        def forge_for(job) -> Forge:
+            if gitlab and gitlab.owns(job):  # bot.gitlab: a merge request
+                return gitlab.forge(job)
+            return GitHubForge(github.repo(job.installation_id, job.repo))
+
+        runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
+                             serializer(state.queue), bot_login=config.bot_login,
+                             bot_logins=config.bot_logins, review_drafts=config.review_drafts,
+                             limits=config.review_limits)
+        handlers = Handlers(ledger, state.queue, runner,
+                            bot_logins=config.bot_logins)
+        handle = gitlab.jobs(handlers).handle if gitlab else handlers.handle
+        state.workers = Workers(state.queue, with_job_context(handle),
+                                count=config.workers, poll=poll)
+        if start_workers:
+            state.workers.start()
+            state.pruner = asyncio.create_task(
+                prune_periodically(state.queue, config.retention_days))
+        log.debug("started %d worker(s) on ledger %s", config.workers, redact(config.db_path))
+
+    async def stop(app: web.Application) -> None:
+        if state.pruner:
+            state.pruner.cancel()
+            await asyncio.gather(state.pruner, return_exceptions=True)
+        if state.workers:
+            await state.workers.stop()
+        if state.session:
+            await state.session.close()
+        if shared:
+            queue_store.close()
+        ledger.close()
+        if lock:
+            lock.release()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None) -> int:
+    """``roundwise serve``: read ``.env``, check the configuration, then run until interrupted.
+
+    Every problem found before listening is one line on stderr and exit status 2.
+    """
+    from ..config.envfile import EnvFileError, load_env_file, readable_by_others
+    from .logs import configure_logging
+    from .startup import startup_problems
+
+    path = env_file or ".env"
+    try:
+        loaded = load_env_file(path, required=env_file is not None)
+    except EnvFileError as exc:
+        print(f"roundwise cannot start:\n  - {exc}", file=sys.stderr)
+        return 2
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    configure_logging(config.log_format)
+    if loaded:
+        log.info("read %d setting(s) from %s", len(loaded), path)
+        if readable_by_others(path):
+            log.warning("%s holds secrets but others can read it: chmod 600 %s", path, path)
+    problems = startup_problems(config)
+    if problems:
+        print("roundwise cannot start:\n  - " + "\n  - ".join(problems), file=sys.stderr)
+        return 2
+
+    try:
+        return asyncio.run(_run(config, host, port))
+    except health.AlreadyServing as exc:  # another server holds this ledger file
+        print(exc, file=sys.stderr)
+        return 2
+
+
+async def _run(config: Config, host: str, port: int) -> int:
+    """Serve until SIGINT or SIGTERM; logs the ready line once listening (port 0: any)."""
+    import signal
+
+    from .serving import GuardedRunner
+    from .startup import ready_line
+
+    runner = GuardedRunner(create_app(config))  # bot.server.serving: connection limits
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            print(f"roundwise cannot start:\n  - cannot listen on {host}:{port} "
+                  f"({exc.strerror or exc}); choose another --port or --host", file=sys.stderr)
+            return 2
+        bound = runner.addresses[0]
+        log.info(ready_line(config, host, bound[1]))
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("roundwise stopping")
+    finally:
+        await runner.cleanup()
+    return 0

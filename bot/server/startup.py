@@ -1,0 +1,183 @@
+"""Start-up checks beyond parsing: the model's key, an optional probe call, the ledger's folder.
+
+``bot.config.env`` checks each setting on its own; this module checks what needs the outside world:
+that the provider key a model needs is in the environment (litellm knows which variable each
+provider reads), that the model answers (``ROUNDWISE_CHECK_MODEL=1``), and that the ledger file
+can be created where ``ROUNDWISE_DB`` says (or, for a ``postgresql://`` URL, that its server
+answers). Each problem is one line saying how to fix it, so a
+mistake stops ``roundwise serve`` at start-up instead of failing the first round. It also says
+which version is running and writes the "ready" line.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..config.env import Config
+from ..review.llm_config import LLMConfig
+from ..store.queue_base import is_postgres, redact, split_schema
+from ..store.target import relative_hint
+
+__all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
+           "startup_problems", "version"]
+
+
+def version() -> str:
+    """The installed roundwise's version (``0+unknown`` when run from an uninstalled tree)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("roundwise")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def project_url() -> str | None:
+    """The package's home page from its metadata (``[project.urls]``), when it declares one."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        meta = metadata("roundwise")
+    except PackageNotFoundError:
+        return None
+    for entry in meta.get_all("Project-URL") or []:
+        _, _, url = entry.partition(",")
+        if url.strip().startswith("https://"):
+            return url.strip()
+    home = meta.get("Home-page")
+    return home if home and home.startswith("https://") else None
+
+
+def _provider(model: str) -> str | None:
+    from litellm import get_llm_provider
+
+    try:
+        return get_llm_provider(model=model)[1]
+    except Exception:  # noqa: BLE001 - litellm raises its own classes for unknown providers
+        return None
+
+
+def check_model(llm: LLMConfig | None, environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per model whose provider key is missing (empty when all is well).
+
+    ``ROUNDWISE_API_KEY`` counts as the primary model's key (and the fallback's, when it has the
+    same provider prefix), as it does when the engine calls the model.
+    """
+    if llm is None:
+        return []
+    import litellm
+
+    environ = os.environ if environ is None else environ
+    problems = []
+    models = [("ROUNDWISE_MODEL", llm.model, llm.api_key, llm.api_base)]
+    if llm.fallback_model:
+        same = _prefix(llm.fallback_model) == _prefix(llm.model)
+        models.append(("ROUNDWISE_FALLBACK_MODEL", llm.fallback_model,
+                       llm.api_key if same else None, llm.api_base if same else None))
+    for name, model, api_key, api_base in models:
+        if _provider(model) is None:
+            problems.append(f"{name}={model!r}: litellm does not know this model's provider; "
+                            "prefix it with one, e.g. openai/, anthropic/, ollama/")
+            continue
+        found = litellm.validate_environment(model=model, api_key=api_key, api_base=api_base)
+        missing = [k for k in found.get("missing_keys", []) if not environ.get(k)]
+        if missing:
+            hint = " (or ROUNDWISE_API_KEY for an OpenAI-compatible server)" \
+                if name == "ROUNDWISE_MODEL" else ""
+            problems.append(f"{name}={model!r} needs {', '.join(missing)}, which "
+                            f"{'is' if len(missing) == 1 else 'are'} not set{hint}")
+    return problems
+
+
+def _prefix(model: str) -> str:
+    return model.split("/", 1)[0] if "/" in model else ""
+
+
+def probe_model(llm: LLMConfig) -> str | None:
+    """One one-token call to the model; the problem as a line, or None when it answered."""
+    import litellm
+
+    try:
+        litellm.completion(model=llm.model, api_base=llm.api_base, api_key=llm.api_key,
+                           messages=[{"role": "user", "content": "Reply with: ok"}],
+                           max_tokens=1, timeout=min(llm.timeout, 30.0), num_retries=0)
+    except Exception as exc:  # noqa: BLE001 - litellm maps each provider failure to its own
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        where = f" at {llm.api_base}" if llm.api_base else ""
+        return (f"ROUNDWISE_CHECK_MODEL: the model {llm.model}{where} did not answer a "
+                f"one-token call ({type(exc).__name__}: {first})")
+    return None
+
+
+def check_ledger(db_path: str) -> str | None:
+    """Whether the ledger can be opened for writing at ``db_path``; the problem as a line.
+
+    A volume the container's user cannot write would otherwise end in a raw
+    ``sqlite3.OperationalError`` traceback from the first statement.
+    """
+    if is_postgres(db_path):
+        return check_postgres(db_path)
+    path = Path(db_path).expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        return (f"ROUNDWISE_DB={db_path!r}: the folder {folder} does not exist"
+                f"{relative_hint(path)}; create it or point ROUNDWISE_DB at a writable place")
+    target = path if path.exists() else folder
+    if not os.access(target, os.W_OK) or (not path.exists() and not os.access(folder, os.X_OK)):
+        who = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
+        return (f"ROUNDWISE_DB={db_path!r}: {target} is not writable by {who}; fix the "
+                f"owner or mode of {target} (in Docker: a volume the image's user, uid 10001, "
+                "can write, such as the named volume in docker-compose.yml)")
+    try:
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("pragma user_version").fetchone()
+            conn.execute("begin immediate")
+            conn.rollback()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return f"ROUNDWISE_DB={db_path!r}: the ledger cannot be opened for writing ({exc})"
+    return None
+
+
+def check_postgres(target: str) -> str | None:
+    """Whether the PostgreSQL server of ``target`` answers; the problem as a line."""
+    import psycopg
+
+    conninfo, _schema = split_schema(target)
+    try:
+        psycopg.connect(conninfo, connect_timeout=10).close()
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return (f"ROUNDWISE_DB: the PostgreSQL server does not answer ({type(exc).__name__}: "
+                f"{first}); check the URL, the server and its pg_hba.conf")
+    return None
+
+
+def startup_problems(config: Config) -> list[str]:
+    """Every start-up problem ``bot.config.env`` cannot see, each as one line."""
+    problems = check_model(config.llm)
+    ledger = check_ledger(config.db_path)
+    if ledger:
+        problems.append(ledger)
+    if config.check_model and config.llm is not None and not problems:
+        probe = probe_model(config.llm)
+        if probe:
+            problems.append(probe)
+    return problems
+
+
+def ready_line(config: Config, host: str, port: int) -> str:
+    """The line saying the server is up, where it listens, and with what."""
+    shown = f"[{host}]" if ":" in host else host
+    reviewer = "llm" if config.llm else "offline"
+    model = config.model or "none"
+    if config.llm and config.llm.fallback_model:
+        model += f" (fallback {config.llm.fallback_model})"
+    return (f"roundwise {version()} ready on http://{shown}:{port}: ledger {redact(config.db_path)}, "
+            f"{reviewer} reviewer, model {model}, {config.workers} worker(s)")

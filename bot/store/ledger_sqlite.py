@@ -1,0 +1,564 @@
+"""The per-PR defect ledger: one SQLite file that remembers every defect ever raised on a PR.
+
+``Ledger(path)`` opens (and migrates) the database in WAL mode. It stores pull requests,
+rounds, defects with their anchors and fingerprints, the state history of every defect with the
+evidence for each decision, the GitHub comments that belong to each defect, installations and
+received webhook deliveries. Every multi-row change runs in one transaction. The ledger does no
+network I/O; deciding states is ``tracker.decide``'s job, the ledger validates and stores them.
+It is one of ``tracker.store.LedgerStore``'s two engines, beside ``bot.store.ledger_postgres``;
+what both do the same way is ``tracker.ledger_base``'s. Its schema is ``bot.store.schema_sqlite``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from tracker.anchors import fingerprint as code_fingerprint
+from tracker.batch import WRITTEN, apply_decisions, state_before
+from tracker.ledger_base import TALLY, LedgerBase, LedgerError, dump_defects, like_prefix, now
+from tracker.lifecycle import State
+from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
+
+from .schema_sqlite import migrations
+
+__all__ = ["Ledger", "LedgerError", "dump_defects", "migration_lock", "now"]
+
+
+@contextmanager
+def migration_lock(path: str):
+    """Hold an exclusive lock beside a SQLite file while it is opened and migrated: two
+    processes starting together would otherwise both try to migrate, and one fail with
+    "database is locked" (a read transaction cannot wait to become a write)."""
+    if path == ":memory:":
+        yield
+        return
+    fd = open(f"{Path(path).expanduser()}.migrate-lock", "a")  # noqa: SIM115
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fd.close()  # closing releases the lock
+
+
+class Ledger(LedgerBase):
+    """Read and write the defect ledger stored in one SQLite file.
+
+    ``path`` may be ``":memory:"`` for throwaway use. The connection may be used from the thread
+    that runs the event loop and from worker threads, one at a time.
+    """
+
+    def __init__(self, path: str | Path = "roundwise.db"):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self.db = Database(conn)
+        with migration_lock(self.path):
+            if self.path != ":memory:":
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def transaction(self):
+        """A context manager: everything inside commits together or not at all."""
+        return self.db.atomic()
+
+    # -- pull requests -----------------------------------------------------------------------
+
+    def pull_request(self, repo: str, number: int, **fields) -> dict:
+        """The PR's row, created on first use; ``fields`` (title, author...) update it."""
+        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
+                          [repo, number])
+        stamp = now()
+        if rows:
+            pr = rows[0]
+            changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
+            if changes:
+                changes["updated_at"] = stamp
+                self._update("pull_requests", pr["id"], changes)
+                pr.update(changes)
+            return pr
+        row = {"repo": repo, "number": number, "created_at": stamp, "updated_at": stamp}
+        row.update({k: v for k, v in fields.items() if v is not None})
+        pk = self._insert("pull_requests", row)
+        return self._get("pull_requests", pk)
+
+    def find_pull_request(self, repo: str, number: int) -> dict | None:
+        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
+                          [repo, number])
+        return rows[0] if rows else None
+
+    def update_pull_request(self, pr_id: int, **fields) -> None:
+        fields["updated_at"] = now()
+        self._update("pull_requests", pr_id, fields)
+
+    def pull_request_by_id(self, pr_id: int) -> dict | None:
+        return self._get("pull_requests", pr_id)
+
+    def pull_requests(self, repo: str | None = None) -> list[dict]:
+        """Every PR (of ``repo``), by repository and number."""
+        where, args = (" where repo = ?", [repo]) if repo else ("", [])
+        return self._rows(f"select * from pull_requests{where} order by repo, number", args)
+
+    def pr_number_for_check(self, repo: str, check_run_id: int | None,
+                            head_sha: str | None) -> int | None:
+        """The PR whose latest round posted this check run or reviewed this head."""
+        row = self.db.execute(
+            "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
+            "where p.repo = ? and (r.check_run_id = ? or r.head_sha = ?) "
+            "order by r.id desc limit 1", [repo, check_run_id, head_sha]).fetchone()
+        return row[0] if row else None
+
+    # -- rounds ------------------------------------------------------------------------------
+
+    def rounds(self, pr_id: int) -> list[dict]:
+        return self._rows("select * from rounds where pr_id = ? order by number", [pr_id])
+
+    def round(self, pr_id: int, number: int) -> dict | None:
+        rows = self._rows("select * from rounds where pr_id = ? and number = ?", [pr_id, number])
+        return rows[0] if rows else None
+
+    def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
+        where, args = "pr_id = ?", [pr_id]
+        if status:
+            where, args = where + " and status = ?", args + [status]
+        rows = self._rows(f"select * from rounds where {where} order by number desc limit 1",
+                          args)
+        return rows[0] if rows else None
+
+    def current_round(self, pr_id: int) -> int:
+        """The number of the latest round started on the PR (0 before the first)."""
+        row = self.last_round(pr_id, status=None)
+        return row["number"] if row else 0
+
+    def begin_round(self, pr_id: int, head_sha: str, base_sha: str | None = None,
+                    *, force: bool = False) -> dict:
+        """Start (or resume) the round that reviews ``head_sha``.
+
+        A round for the same head that did not complete (a crash, a failure) is resumed under
+        its number; one that completed is returned as it is (check ``status``) unless
+        ``force`` asks for a fresh round of the same head.
+        """
+        with self.transaction():
+            latest = self.last_round(pr_id, status=None)
+            if latest and latest["head_sha"] == head_sha and (
+                latest["status"] != "complete" or not force
+            ):
+                if latest["status"] != "complete":
+                    self._update("rounds", latest["id"],
+                                 {"status": "running", "started_at": now(), "error": None})
+                    latest = self._get("rounds", latest["id"])
+                return latest
+            number = (latest["number"] if latest else 0) + 1
+            pk = self._insert("rounds", {
+                "pr_id": pr_id, "number": number, "head_sha": head_sha, "base_sha": base_sha,
+                "status": "running", "started_at": now(),
+            })
+            self.update_pull_request(pr_id, head_sha=head_sha)
+            return self._get("rounds", pk)
+
+    def finish_round(self, pr_id: int, number: int, status: str = "complete", **stats) -> None:
+        """Close a round: ``complete``, ``failed`` (with ``error``) or ``superseded`` (a newer
+        head took over before it completed), plus any stats columns."""
+        if status not in ("complete", "failed", "superseded"):
+            raise LedgerError(f"a round ends complete or failed (or superseded), not {status!r}")
+        row = self.round(pr_id, number)
+        if row is None:
+            raise LedgerError(f"no round {number} on PR {pr_id}")
+        started = datetime.fromisoformat(row["started_at"]) if row["started_at"] else None
+        finished = datetime.now(UTC)
+        update = {"status": status, "finished_at": finished.isoformat(timespec="milliseconds")}
+        if started:
+            update["seconds"] = round((finished - started).total_seconds(), 3)
+        update.update(stats)
+        with self.transaction():
+            self._update("rounds", row["id"], update)
+            if status == "complete":
+                self.update_pull_request(pr_id, last_reviewed_sha=row["head_sha"])
+
+    def add_usage(self, pr_id: int, number: int, prompt_tokens: int = 0,
+                  completion_tokens: int = 0, cost: float = 0.0) -> None:
+        """Add LLM token counts and cost to a round's totals."""
+        with self.transaction():
+            self.db.execute(
+                "update rounds set prompt_tokens = coalesce(prompt_tokens, 0) + ?, "
+                "completion_tokens = coalesce(completion_tokens, 0) + ?, "
+                "cost = coalesce(cost, 0) + ? where pr_id = ? and number = ?",
+                [prompt_tokens, completion_tokens, cost, pr_id, number],
+            )
+
+    # -- defects -----------------------------------------------------------------------------
+
+    def defects(self, pr_id: int, *, include_ignored: bool = True) -> list[Defect]:
+        """Every defect of the PR, in the order they were raised (D1, D2, ...)."""
+        where = "pr_id = ?" + ("" if include_ignored else " and ignored = 0")
+        rows = self._rows(f"select * from defects where {where} order by id", [pr_id])
+        comments: dict[int, list[int]] = {}
+        for defect_id, comment_id in self.db.execute(
+            "select c.defect_id, c.id from defect_comments c join defects d "
+            "on d.id = c.defect_id where d.pr_id = ? order by c.id", [pr_id]
+        ):
+            comments.setdefault(defect_id, []).append(comment_id)
+        return [self._defect(row, comments.get(row["id"], [])) for row in rows]
+
+    def defect(self, pr_id: int, key: str) -> Defect:
+        rows = self._rows("select * from defects where pr_id = ? and key = ?",
+                          [pr_id, key.upper()])
+        if not rows:
+            raise LedgerError(f"no defect {key} on this pull request")
+        return self._defect(rows[0])
+
+    def defect_by_comment(self, pr_id: int, comment_id: int) -> Defect | None:
+        """The defect a GitHub comment (or a reply to it) belongs to."""
+        rows = list(
+            self.db.query(
+                "select d.* from defect_comments c join defects d on d.id = c.defect_id "
+                "where d.pr_id = ? and c.id = ?",
+                [pr_id, comment_id],
+            )
+        )
+        return self._defect(rows[0]) if rows else None
+
+    def defect_by_thread(self, pr_id: int, node_id: str) -> Defect | None:
+        rows = self._rows("select * from defects where pr_id = ? and thread_node_id = ?",
+                          [pr_id, node_id])
+        return self._defect(rows[0]) if rows else None
+
+    def next_key(self, pr_id: int, offset: int = 0) -> str:
+        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
+        count = self.db.execute("select count(*) from defects where pr_id = ?",
+                                [pr_id]).fetchone()[0]
+        return f"D{count + 1 + offset}"
+
+    def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
+                   code: str | None = None, evidence: str = "", rule: str = "raised",
+                   key: str | None = None, anchor_sha: str | None = None) -> Defect:
+        """Track a new finding as defect ``D<n>``, New at ``round_number``.
+
+        ``key`` must be the next free key when given (a plan made earlier reserved it).
+        """
+        with self.transaction():
+            expected = self.next_key(pr_id)
+            if key is not None and key != expected:
+                raise LedgerError(f"cannot add {key}: the next free key is {expected}")
+            key = expected
+            stamp = now()
+            row = {
+                "pr_id": pr_id,
+                "key": key,
+                "origin": str(finding.origin),
+                "author": finding.author,
+                "path": finding.path,
+                "line_start": finding.line_start,
+                "line_end": finding.line_end,
+                "side": finding.side,
+                "code": code,
+                "fingerprint": code_fingerprint(code) if code else None,
+                "description": finding.recorded_description(),
+                "type": finding.type,
+                "severity": finding.severity,
+                "confidence": finding.confidence,
+                "rule": finding.rule,
+                "state": State.NEW.value,
+                "state_round": round_number,
+                "raised_round": round_number,
+                "ignored": 0,
+                "anchor_sha": anchor_sha,
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+            pk = self._insert("defects", row)
+            decided_by = DecidedBy.HUMAN if finding.origin is Origin.HUMAN else DecidedBy.RULE
+            self._history(pk, round_number, State.NEW, rule,
+                          evidence or f"raised by {finding.author or finding.origin}", decided_by)
+            if finding.comment_id is not None:
+                self.attach_comment(pk, finding.comment_id, kind="review_comment",
+                                    author=finding.author, body=finding.description)
+            return self._defect(self._get("defects", pk))
+
+    def previous_state(self, defect: Defect, round_number: int) -> State | None:
+        """The state a defect ended round ``round_number - 1`` in (None if not raised yet)."""
+        row = self.db.execute(
+            "select state, round from state_history where defect_id = ? and round < ? "
+            "order by round desc, id desc limit 1",
+            [defect.id, round_number],
+        ).fetchone()
+        return state_before(row, round_number)
+
+    def record_decision(self, pr_id: int, round_number: int, decision: Decision,
+                        head_sha: str | None = None) -> Defect:
+        """Store one decision after checking the lifecycle allows it.
+
+        The state is checked against the state the defect ended the previous round in, so a
+        decision can be revised within a round (the last one of the round stands).
+        """
+        with self.transaction():
+            self._write_decisions(pr_id, round_number, [decision], head_sha)
+        return self.defect(pr_id, decision.key)
+
+    def record_round(self, pr_id: int, round_number: int, decisions: Iterable[Decision],
+                     new_findings: Iterable[tuple[Finding, str | None]] = (),
+                     keys: Iterable[str | None] | None = None,
+                     head_sha: str | None = None) -> list[Defect]:
+        """Store a whole round at once: every decision (checked as ``record_decision`` does,
+        written in two statements), then every new defect; all or nothing.
+
+        ``new_findings`` pairs each finding with the code it is anchored to (or None);
+        ``keys`` are the keys a plan reserved for them. Returns the defects created.
+        """
+        created = []
+        decisions = list(decisions)
+        new_findings = list(new_findings)
+        keys = list(keys) if keys is not None else [None] * len(new_findings)
+        with self.transaction():
+            self._write_decisions(pr_id, round_number, decisions, head_sha)
+            for (finding, code), key in zip(new_findings, keys, strict=True):
+                created.append(self.add_defect(pr_id, finding, round_number, code=code,
+                                               key=key, anchor_sha=head_sha))
+        return created
+
+    def _write_decisions(self, pr_id: int, round_number: int, decisions: list[Decision],
+                         head_sha: str | None) -> None:
+        """Check every decision, then write them: one read of the decided defects with their
+        last state before the round, one batched update, one batched insert of history."""
+        if not decisions:
+            return
+        keys = {d.key.upper() for d in decisions}
+        one = " and d.key = ?" if len(keys) == 1 else ""  # else the whole PR, read at once
+        rows, last = {}, {}
+        for row in self._rows(
+            f"select {', '.join(f'd.{c}' for c in ('id', 'key', 'raised_round', *WRITTEN))}, "
+            "h.state as _last_state, h.round as _last_round from defects d "
+            "left join state_history h on h.id = (select s.id from state_history s "
+            "where s.defect_id = d.id and s.round < ? order by s.round desc, s.id desc limit 1) "
+            f"where d.pr_id = ?{one}", [round_number, pr_id, *(keys if one else ())],
+        ):
+            state, number = row.pop("_last_state"), row.pop("_last_round")
+            if state is not None:
+                last[row["id"]] = (state, number)
+            rows[row["key"]] = row
+        changed, history = apply_decisions(rows, last, round_number, decisions, head_sha, now())
+        conn = self.db.conn
+        conn.executemany(
+            f"update defects set {', '.join(f'{c} = ?' for c in WRITTEN)} where id = ?",
+            [[row[c] for c in WRITTEN] + [row["id"]] for row in changed],
+        )
+        conn.executemany(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) values (?, ?, ?, ?, ?, ?, ?)", history,
+        )
+
+    def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
+        """Keep a round's computed plan until the round completes (see ``finish_round``)."""
+        with self.transaction():
+            self.db.execute("update rounds set plan = ? where pr_id = ? and number = ?",
+                            [json.dumps(plan), pr_id, number])
+
+    def history(self, pr_id: int, key: str) -> list[dict]:
+        """Every decision taken on a defect, oldest first."""
+        defect = self.defect(pr_id, key)
+        return self._rows("select * from state_history where defect_id = ? order by id",
+                          [defect.id])
+
+    def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
+        """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
+        out: dict[str, dict[int, str]] = {}
+        for row in self.db.query(
+            "select d.key, h.round, h.state from state_history h join defects d "
+            "on d.id = h.defect_id where d.pr_id = ? order by h.id",
+            [pr_id],
+        ):
+            out.setdefault(row["key"], {})[row["round"]] = row["state"]
+        return out
+
+    # -- signals (what people did between rounds) ---------------------------------------------
+
+    def add_signal(self, pr_id: int, defect: Defect, round_number: int, signal: Signal) -> None:
+        """Remember a person's action on a defect, for the next round's decisions."""
+        self._insert("signals", {
+            "pr_id": pr_id, "defect_id": defect.id, "round": round_number,
+            "kind": str(signal.kind), "author": signal.author, "body": signal.body,
+            "comment_id": signal.comment_id, "at": now(),
+        })
+
+    def signals(self, pr_id: int, since_round: int) -> list[Signal]:
+        """Signals recorded at round ``since_round`` or later, oldest first."""
+        rows = self.db.query(
+            "select s.*, d.key from signals s join defects d on d.id = s.defect_id "
+            "where s.pr_id = ? and s.round >= ? order by s.id",
+            [pr_id, since_round],
+        )
+        return [
+            Signal(kind=r["kind"], defect_key=r["key"], author=r["author"], body=r["body"] or "",
+                   comment_id=r["comment_id"])
+            for r in rows
+        ]
+
+    # -- live verdicts (tracker.verdicts) ----------------------------------------------------
+
+    def defect_activity(self, defect_id: int) -> dict[str, list[dict]]:
+        """A defect's history, signals and comments rows, each oldest first."""
+        return {table: list(self.db[table].rows_where("defect_id = ?", [defect_id],
+                                                      order_by="id"))
+                for table in ("state_history", "signals", "defect_comments")}
+
+    def replace_verdicts(self, pr_id: int, rows: list[dict]) -> None:
+        """Replace one PR's verdict rows."""
+        with self.transaction():
+            self.db.execute("delete from verdicts where pr_id = ?", [pr_id])
+            if rows:
+                self.db["verdicts"].insert_all(rows)
+
+    def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
+        """Verdicts counted per repository, kind, transition and verdict."""
+        where, args = ["1"], []
+        if repo:
+            where.append("p.repo = ?")
+            args.append(repo)
+        if since:
+            where.append("v.decided_at >= ?")
+            args.append(since)
+        return list(self.db.query(
+            "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
+            "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
+            " group by p.repo, v.kind, v.transition, v.verdict "
+            "order by p.repo, v.kind, v.transition", args))
+
+    # -- learnings (tracker.learnings) --------------------------------------------------------
+
+    def finding_tally(self, repo: str) -> list[dict]:
+        """Per kind of bot finding in ``repo`` (and its local branches, ``repo:BRANCH``): the
+        judged findings and the dismissed ones, raised since the kind was last unmuted."""
+        return self._rows(TALLY.replace("%s", "?"), [repo, repo, like_prefix(repo)])
+
+    def learnings(self, repo: str | None = None) -> list[dict]:
+        where, args = (" where repo = ?", [repo]) if repo else ("", [])
+        return self._rows(f"select * from learnings{where} order by repo, kind", args)
+
+    def save_learning(self, repo: str, kind: str, **fields) -> None:
+        """Create or update the learning row of ``kind`` in ``repo``."""
+        fields = {**fields, "updated_at": now()}
+        names = ", ".join(f"[{c}]" for c in fields)
+        sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in fields)
+        self.db.execute(f"insert into learnings (repo, kind, {names}) values "
+                        f"(?, ?, {', '.join('?' * len(fields))}) "
+                        f"on conflict (repo, kind) do update set {sets}",
+                        [repo, kind, *fields.values()])
+
+    # -- GitHub comments and threads ---------------------------------------------------------
+
+    def attach_comment(self, defect_id: int, comment_id: int, *, kind: str = "review_comment",
+                       author: str | None = None, body: str | None = None,
+                       in_reply_to: int | None = None, node_id: str | None = None,
+                       posted_by_bot: bool = False) -> None:
+        """Remember that a GitHub comment belongs to a defect's thread (idempotent)."""
+        self.db.execute(
+            "insert into defect_comments (id, defect_id, kind, author, body, in_reply_to, "
+            "node_id, posted_by_bot, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "on conflict (id) do update set defect_id = excluded.defect_id, "
+            "kind = excluded.kind, author = excluded.author, body = excluded.body, "
+            "in_reply_to = excluded.in_reply_to, node_id = excluded.node_id, "
+            "posted_by_bot = excluded.posted_by_bot, created_at = excluded.created_at",
+            [comment_id, defect_id, kind, author, body, in_reply_to, node_id,
+             int(posted_by_bot), now()],
+        )
+
+    def comments(self, pr_id: int, key: str) -> list[dict]:
+        defect = self.defect(pr_id, key)
+        return self._rows("select * from defect_comments where defect_id = ? order by id",
+                          [defect.id])
+
+    def signal_rows(self, pr_id: int, key: str) -> list[dict]:
+        """Every signal recorded on a defect, with its round and time, oldest first."""
+        defect = self.defect(pr_id, key)
+        return self._rows("select * from signals where defect_id = ? order by id", [defect.id])
+
+    def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
+        """People's (not the bot's) comments on the PR's defects from ``since`` on: key,
+        author, body, oldest first."""
+        rows = self.db.query(
+            "select d.key, c.author, c.body from defect_comments c join defects d "
+            "on d.id = c.defect_id where d.pr_id = ? and c.posted_by_bot = 0 "
+            "and c.created_at >= ? order by c.id", [pr_id, since or ""])
+        return [dict(r) for r in rows]
+
+    def heartbeat(self) -> None:
+        """Write one row (``/healthz``: the database takes writes); raises when it cannot."""
+        with self.transaction():
+            self.db.execute(
+                "create table if not exists heartbeat (id integer primary key, at text)")
+            self.db.execute("insert or replace into heartbeat (id, at) values (1, ?)", [now()])
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _history(self, defect_id: int, round_number: int, state: State, rule: str,
+                 evidence: str, decided_by: DecidedBy) -> None:
+        self.db.execute(
+            "insert into state_history (defect_id, round, state, rule, evidence, decided_by, "
+            "at) values (?, ?, ?, ?, ?, ?, ?)",
+            [defect_id, round_number, str(state), rule, evidence, str(decided_by), now()],
+        )
+
+    def _exists(self, table: str, pk) -> bool:
+        return self._get(table, pk) is not None
+
+    def _get(self, table: str, pk) -> dict | None:
+        rows = self._rows(f"select * from [{table}] where id = ?", [pk])
+        return rows[0] if rows else None
+
+    def _rows(self, sql: str, params=()) -> list[dict]:
+        """The rows of a query as dicts, in plain SQL (no table introspection)."""
+        cursor = self.db.execute(sql, params)
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def _insert(self, table: str, row: dict) -> int:
+        """Insert one row in plain SQL; its rowid."""
+        sql = (f"insert into [{table}] ({', '.join(f'[{c}]' for c in row)}) "
+               f"values ({', '.join('?' * len(row))})")
+        return self.db.execute(sql, list(row.values())).lastrowid
+
+    def _update(self, table: str, pk, fields: dict) -> None:
+        """Set ``fields`` of one row (by ``id``) in plain SQL; the row must exist."""
+        if not fields:
+            return
+        sets = ", ".join(f"[{c}] = ?" for c in fields)
+        cursor = self.db.execute(f"update [{table}] set {sets} where id = ?",
+                                 [*fields.values(), pk])
+        if cursor.rowcount == 0:
+            raise LedgerError(f"no row {pk!r} in {table}")
+
+    def _defect(self, row: dict, comment_ids: list[int] | None = None) -> Defect:
+        if comment_ids is None:
+            comment_ids = [
+                r[0] for r in self.db.execute(
+                    "select id from defect_comments where defect_id = ? order by id", [row["id"]]
+                )
+            ]
+        return Defect(
+            id=row["id"], key=row["key"], description=row["description"] or "",
+            origin=row["origin"], state=row["state"], raised_round=row["raised_round"],
+            state_round=row["state_round"], path=row["path"], line_start=row["line_start"],
+            line_end=row["line_end"], side=row["side"] or "RIGHT",
+            fingerprint=row["fingerprint"], code=row["code"], type=row["type"] or "F.2",
+            severity=row["severity"] or "Normal", confidence=row["confidence"] or 0.5,
+            rule=row["rule"], author=row["author"], ignored=bool(row["ignored"]),
+            resolved_code=row["resolved_code"], comment_ids=comment_ids,
+            thread_node_id=row["thread_node_id"], anchor_sha=row.get("anchor_sha"),
+        )
+
+    def dump(self, pr_id: int) -> Iterator[dict]:
+        """Every defect as a plain dict with its history, for JSON output."""
+        return dump_defects(self, pr_id)

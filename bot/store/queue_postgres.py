@@ -1,0 +1,459 @@
+"""The queue store on PostgreSQL: several ``roundwise serve`` replicas share one queue.
+
+psycopg 3 with a connection pool; every method is synchronous and the store says
+``threaded``, so the event loop's callers run it in a thread (``JobQueue.call``). Workers of
+all replicas claim with ``FOR UPDATE SKIP LOCKED``; a transaction-scoped advisory lock per pull
+request, then a fresh look at that PR's jobs, keeps one PR's jobs in order and one at a time
+across replicas. A claimed job carries a lease (``lease_until``) its replica renews; a job whose
+lease ran out (its replica died) is queued again by ``recover``, never one whose owner renews.
+The schema is created by ordered migrations applied under an advisory lock, so two replicas
+starting together cannot both migrate.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from tracker.ledger_base import now
+
+from .queue_base import FINISHED, Delivery, Installation, Job
+
+#: advisory lock key held while migrating (any constant unique to roundwise)
+MIGRATE_LOCK = 0x726F756E64  # "round"
+
+#: ordered migrations: (name, SQL); never edit one that shipped, add the next
+MIGRATIONS: list[tuple[str, str]] = [
+    ("001_queue", """
+        create table jobs (
+            id bigserial primary key,
+            delivery_id text,
+            kind text not null,
+            repo text,
+            number integer,
+            installation_id bigint,
+            head_sha text,
+            payload jsonb not null default '{}',
+            status text not null default 'queued',
+            attempts integer not null default 0,
+            run_after double precision not null default 0,
+            owner text,
+            error text,
+            created_at text,
+            started_at text,
+            finished_at text,
+            lease_until double precision
+        );
+        create unique index jobs_delivery_kind on jobs (delivery_id, kind);
+        create index jobs_claim on jobs (id) where status = 'queued';
+        create index jobs_pr on jobs (repo, number, status);
+        create index jobs_finished on jobs (finished_at)
+            where status in ('done', 'failed', 'skipped');
+        create table deliveries (
+            id text primary key,
+            event text,
+            action text,
+            repo text,
+            number integer,
+            received_at text,
+            processed_at text,
+            outcome text,
+            attempts integer not null default 0
+        );
+        create index deliveries_processed on deliveries (processed_at)
+            where processed_at is not null;
+        create table leases (
+            pr_id bigint primary key,
+            owner text not null,
+            expires_at double precision not null
+        );
+        create table installations (
+            id bigint primary key,
+            account text,
+            suspended boolean not null default false,
+            created_at text,
+            updated_at text
+        );
+    """),
+]
+
+#: candidates looked at per claim (the rest wait for the next poll)
+BATCH = 8
+
+#: up to BATCH candidates: the oldest queued and due jobs whose PR has nothing running and
+#: nothing older queued, locked (``python -m bench.perf.queue --explain`` prints its plan)
+CLAIM = """
+    select * from jobs j where j.status = 'queued' and j.run_after <= %s
+    and not exists (
+        select 1 from jobs o where o.repo = j.repo and o.number = j.number
+        and j.number is not null and o.id <> j.id
+        and (o.status = 'running' or (o.status = 'queued' and o.id < j.id))
+    )
+    order by j.id limit %s
+    for update skip locked
+"""
+
+#: a job already queued for this delivery and kind stays as it is, unless it failed: then a
+#: redelivery queues it again, from scratch
+REQUEUE_FAILED = """
+    on conflict (delivery_id, kind) do update set
+        status = case when jobs.status = 'failed' then 'queued' else jobs.status end,
+        attempts = case when jobs.status = 'failed' then 0 else jobs.attempts end,
+        run_after = case when jobs.status = 'failed' then 0 else jobs.run_after end,
+        error = case when jobs.status = 'failed' then null else jobs.error end
+    returning id
+"""
+
+#: a PR's job that must wait: something of its PR is running, or queued before it
+BLOCKED = """
+    select 1 from jobs where repo = %s and number = %s and id <> %s
+    and (status = 'running' or (status = 'queued' and id < %s)) limit 1
+"""
+
+#: a candidate taken (marked running) unless its PR blocks it (BLOCKED) or, for a round, a
+#: newer queued round supersedes it; no row back: not taken (the caller looks which)
+TAKE = """
+    update jobs set status = 'running', owner = %(owner)s, started_at = %(now)s,
+        lease_until = %(until)s, attempts = attempts + 1
+    where id = %(id)s
+    and not exists (
+        select 1 from jobs o where o.repo = %(repo)s and o.number = %(number)s
+        and o.id <> %(id)s and (o.status = 'running' or (o.status = 'queued' and o.id < %(id)s))
+    )
+    and not (%(round)s and not %(force)s and exists (
+        select 1 from jobs n where n.repo = %(repo)s and n.number = %(number)s
+        and n.kind = 'round' and n.status = 'queued' and n.id > %(id)s
+    ))
+    returning *
+"""
+
+
+def migrate(pool: ConnectionPool, schema: str | None = None,
+            migrations: list[tuple[str, str]] | None = None) -> list[str]:
+    """Apply the ``migrations`` (the queue's by default) not applied yet, under the migration
+    lock; their names. The ledger's engine (``bot.store.ledger_postgres``) passes its own."""
+    with pool.connection() as conn, conn.transaction():
+        conn.execute("select pg_advisory_xact_lock(%s)", [MIGRATE_LOCK])
+        if schema:
+            conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(schema)))
+        conn.execute("create table if not exists roundwise_migrations "
+                     "(name text primary key, applied_at timestamptz not null default now())")
+        done = {r["name"] for r in conn.execute("select name from roundwise_migrations")}
+        applied = []
+        for name, statements in MIGRATIONS if migrations is None else migrations:
+            if name not in done:
+                conn.execute(statements)
+                conn.execute("insert into roundwise_migrations (name) values (%s)", [name])
+                applied.append(name)
+        return applied
+
+
+class PostgresQueueStore:
+    """The queue's data in PostgreSQL (see the module docstring). ``schema``: the schema its
+    tables live in (created when missing); the connection's default search path otherwise."""
+
+    threaded = True
+
+    def __init__(self, conninfo: str, *, schema: str | None = None, max_size: int = 8):
+        kwargs: dict = {"autocommit": True, "row_factory": dict_row}
+        if schema:
+            kwargs["options"] = f"-c search_path={schema}"
+        self.pool = ConnectionPool(conninfo, kwargs=kwargs, min_size=1, max_size=max_size,
+                                   open=True, name="roundwise-queue")
+        self.migrated = migrate(self.pool, schema)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _one(self, query: str, params=()) -> dict | None:
+        with self.pool.connection() as conn:
+            return conn.execute(query, params).fetchone()
+
+    def _count(self, query: str, params=()) -> int:
+        with self.pool.connection() as conn:
+            return conn.execute(query, params).rowcount
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    _ENQUEUE = """
+        insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, payload,
+                          created_at)
+        values (%s, %s, %s, %s, %s, %s, %s, %s)
+    """ + REQUEUE_FAILED
+
+    def _enqueue(self, conn, kind, repo, number, installation_id, payload, delivery_id,
+                 head_sha) -> int:
+        return conn.execute(self._ENQUEUE, [delivery_id, kind, repo, number, installation_id,
+                                            head_sha, json.dumps(payload or {}), now()]
+                            ).fetchone()["id"]
+
+    def enqueue(self, kind: str, *, repo=None, number=None, installation_id=None, payload=None,
+                delivery_id=None, head_sha=None) -> int:
+        with self.pool.connection() as conn:
+            return self._enqueue(conn, kind, repo, number, installation_id, payload,
+                                 delivery_id, head_sha)
+
+    def accept(self, delivery_id, event, action, kind, *, repo=None, number=None,
+               installation_id=None, payload=None, head_sha=None) -> int | None:
+        with self.pool.connection() as conn, conn.transaction():
+            if not self._record_delivery(conn, delivery_id, event, action, repo, number):
+                return None
+            return self._enqueue(conn, kind, repo, number, installation_id, payload,
+                                 delivery_id, head_sha)
+
+    #: ``accept`` for a whole batch in one statement: the deliveries recorded (or an attempt
+    #: counted for an unprocessed one), then a job queued for each recorded; a processed
+    #: delivery gets none. The batch must not name one delivery twice (``accept_many``).
+    _ACCEPT_MANY = """
+        with given as (
+            select * from unnest(%(delivery)s::text[], %(event)s::text[], %(action)s::text[],
+                                 %(kind)s::text[], %(repo)s::text[], %(number)s::integer[],
+                                 %(installation)s::bigint[], %(head)s::text[],
+                                 %(payload)s::jsonb[])
+                as t(delivery, event, action, kind, repo, number, installation, head, payload)
+        ), d as (
+            insert into deliveries (id, event, action, repo, number, received_at, attempts)
+            select delivery, event, action, repo, number, %(now)s, 1 from given
+            on conflict (id) do update set attempts = deliveries.attempts + 1
+                where deliveries.processed_at is null
+            returning id
+        )
+        insert into jobs (delivery_id, kind, repo, number, installation_id, head_sha, payload,
+                          created_at)
+        select delivery, kind, repo, number, installation, head, payload, %(now)s
+        from given where delivery in (select id from d)
+    """ + REQUEUE_FAILED.replace("returning id", "returning id, delivery_id")
+
+    def accept_many(self, deliveries: list[tuple[tuple, dict]]) -> list[int | None]:
+        """``accept`` for each ``(args, kwargs)``, all in one transaction and one statement
+        (one round trip, one durable commit for a burst's worth); any failure rolls back all
+        of them. A batch naming one delivery twice goes one by one, in order."""
+        ids = [args[0] for args, _ in deliveries]
+        if len(set(ids)) < len(ids):
+            with self.pool.connection() as conn, conn.transaction():
+                return [self._enqueue(conn, kind, kw.get("repo"), kw.get("number"),
+                                      kw.get("installation_id"), kw.get("payload"), delivery,
+                                      kw.get("head_sha"))
+                        if self._record_delivery(conn, delivery, event, action, kw.get("repo"),
+                                                 kw.get("number")) else None
+                        for (delivery, event, action, kind), kw in deliveries]
+        with self.pool.connection() as conn, conn.transaction():
+            rows = conn.execute(self._ACCEPT_MANY, _columns(deliveries)).fetchall()
+        return _jobs_by_delivery(ids, rows)
+
+    def claim(self, owner: str, stamp: float, lease: float = 600.0) -> Job | None:
+        with self.pool.connection() as conn:
+            while True:
+                with conn.transaction():
+                    outcome = self._claim_once(conn, owner, stamp, lease)
+                if outcome != "skipped":
+                    return outcome
+
+    def _claim_once(self, conn, owner: str, stamp: float, lease: float):
+        candidates = conn.execute(CLAIM, [stamp, BATCH]).fetchall()
+        for job in candidates:
+            if job["number"] is not None and not conn.execute(
+                    "select pg_try_advisory_xact_lock(hashtext(%s), %s) as got",
+                    [job["repo"], job["number"]]).fetchone()["got"]:
+                continue  # another claimer is deciding this PR's next job
+            # the usual case in one statement: take the job if, at a fresh look now that the
+            # PR's lock is held, nothing of its PR runs or is older, and no newer round
+            # supersedes it
+            row = conn.execute(TAKE, {
+                "id": job["id"], "repo": job["repo"], "number": job["number"],
+                "owner": owner, "now": now(), "until": stamp + lease,
+                "round": job["kind"] == "round",
+                "force": bool((job["payload"] or {}).get("force"))}).fetchone()
+            if row is not None:
+                return Job.from_row(row)
+            if conn.execute(BLOCKED, [job["repo"], job["number"], job["id"],
+                                      job["id"]]).fetchone():
+                continue
+            # not taken, not blocked: superseded by a newer round
+            conn.execute("update jobs set status = 'skipped', finished_at = %s, error = %s "
+                         "where id = %s", [now(), "superseded by a newer push", job["id"]])
+            conn.execute("update deliveries set processed_at = %s, outcome = %s "
+                         "where id = %s",
+                         [now(), "skipped: superseded by a newer push", job["delivery_id"]])
+            from bot.server import metrics
+
+            metrics.JOBS.labels(kind="round", outcome="skipped").inc()
+            return "skipped"
+        return None
+
+    _FINISH = "update jobs set status = %s, finished_at = %s, error = %s where id = %s"
+
+    def finish(self, job_id: int, status: str, error: str | None = None) -> None:
+        self._count(self._FINISH, [status, now(), error, job_id])
+
+    def finish_and_claim(self, job_id: int, status: str, error: str | None, owner: str,
+                         stamp: float, lease: float = 600.0) -> Job | None:
+        with self.pool.connection() as conn:
+            with conn.transaction():
+                conn.execute(self._FINISH, [status, now(), error, job_id])
+                outcome = self._claim_once(conn, owner, stamp, lease)
+            if outcome != "skipped":
+                return outcome
+            while True:  # the finish is in: the rest of the claim as ``claim`` goes on
+                with conn.transaction():
+                    outcome = self._claim_once(conn, owner, stamp, lease)
+                if outcome != "skipped":
+                    return outcome
+
+    def requeue(self, job_id: int, error: str, run_after: float) -> None:
+        self._count("update jobs set status = 'queued', owner = null, error = %s, "
+                    "run_after = %s where id = %s", [error, run_after, job_id])
+
+    def renew(self, owner: str, until: float) -> int:
+        return self._count("update jobs set lease_until = %s where owner = %s "
+                           "and status = 'running'", [until, owner])
+
+    def give_up(self, stamp: float | None, max_attempts: int, error: str) -> int:
+        expired, args = ("", []) if stamp is None else \
+            (" and coalesce(lease_until, 0) < %s", [stamp])
+        with self.pool.connection() as conn, conn.transaction():
+            return conn.execute(
+                "update jobs set status = 'failed', owner = null, finished_at = %s, error = %s "
+                f"where status = 'running' and attempts >= %s{expired}",
+                [now(), error, max_attempts, *args]).rowcount
+
+    def recover(self, stamp: float | None) -> int:
+        with self.pool.connection() as conn, conn.transaction():
+            if stamp is None:
+                count = conn.execute("update jobs set status = 'queued', owner = null "
+                                     "where status = 'running'").rowcount
+                conn.execute("delete from leases")
+            else:
+                count = conn.execute(
+                    "update jobs set status = 'queued', owner = null where status = 'running' "
+                    "and coalesce(lease_until, 0) < %s", [stamp]).rowcount
+                conn.execute("delete from leases where expires_at < %s", [stamp])
+        return count
+
+    def depth(self) -> int:
+        return self._one("select count(*) as n from jobs "
+                         "where status in ('queued', 'running')")["n"]
+
+    def pending(self, repo: str, number: int) -> int:
+        return self._one("select count(*) as n from jobs where repo = %s and number = %s "
+                         "and status in ('queued', 'running')", [repo, number])["n"]
+
+    def job(self, job_id: int) -> Job | None:
+        row = self._one("select * from jobs where id = %s", [job_id])
+        return Job.from_row(row) if row else None
+
+    def jobs(self, repo: str | None = None, number: int | None = None,
+             status: str | None = None) -> list[Job]:
+        from .queue_sqlite import _job_filter
+
+        where, args = _job_filter(repo, number, status, "%s")
+        with self.pool.connection() as conn:
+            return [Job.from_row(r) for r in conn.execute(
+                f"select * from jobs{where} order by id", args).fetchall()]
+
+    def job_counts(self) -> dict[str, int]:
+        with self.pool.connection() as conn:
+            return {r["status"]: r["n"] for r in conn.execute(
+                "select status, count(*) as n from jobs group by status").fetchall()}
+
+    def forced_since(self, repo: str, number: int, since: str) -> int:
+        return self._one(
+            "select count(*) as n from jobs where kind = 'round' and repo = %s "
+            "and number = %s and (payload->>'force')::boolean and created_at >= %s",
+            [repo, number, since])["n"]
+
+    # -- deliveries --------------------------------------------------------------------------
+
+    @staticmethod
+    def _record_delivery(conn, delivery_id, event, action, repo, number) -> bool:
+        return conn.execute(
+            """
+            insert into deliveries (id, event, action, repo, number, received_at, attempts)
+            values (%s, %s, %s, %s, %s, %s, 1)
+            on conflict (id) do update set attempts = deliveries.attempts + 1
+                where deliveries.processed_at is null
+            returning id
+            """, [delivery_id, event, action, repo, number, now()]).fetchone() is not None
+
+    def record_delivery(self, delivery_id, event, action, repo=None, number=None) -> bool:
+        with self.pool.connection() as conn:
+            return self._record_delivery(conn, delivery_id, event, action, repo, number)
+
+    def mark_processed(self, delivery_id: str, outcome: str = "ok") -> None:
+        self._count("update deliveries set processed_at = %s, outcome = %s where id = %s",
+                    [now(), outcome, delivery_id])
+
+    def delivery(self, delivery_id: str) -> Delivery | None:
+        row = self._one("select * from deliveries where id = %s", [delivery_id])
+        return Delivery.from_row(row) if row else None
+
+    # -- per-PR leases -----------------------------------------------------------------------
+
+    def acquire_lease(self, pr_id: int, owner: str, ttl: float = 600.0) -> bool:
+        stamp = time.time()
+        return self._one(
+            """
+            insert into leases (pr_id, owner, expires_at) values (%s, %s, %s)
+            on conflict (pr_id) do update set owner = excluded.owner,
+                expires_at = excluded.expires_at
+                where leases.owner = excluded.owner or leases.expires_at <= %s
+            returning pr_id
+            """, [pr_id, owner, stamp + ttl, stamp]) is not None
+
+    def release_lease(self, pr_id: int, owner: str) -> None:
+        self._count("delete from leases where pr_id = %s and owner = %s", [pr_id, owner])
+
+    # -- installations -----------------------------------------------------------------------
+
+    def upsert_installation(self, installation_id, account, suspended=False) -> None:
+        stamp = now()
+        self._count(
+            """
+            insert into installations (id, account, suspended, created_at, updated_at)
+            values (%s, %s, %s, %s, %s)
+            on conflict (id) do update set account = excluded.account,
+                suspended = excluded.suspended, updated_at = excluded.updated_at
+            """, [installation_id, account, bool(suspended), stamp, stamp])
+
+    def remove_installation(self, installation_id: int) -> None:
+        self._count("delete from installations where id = %s", [installation_id])
+
+    def installation(self, installation_id: int) -> Installation | None:
+        row = self._one("select * from installations where id = %s", [installation_id])
+        return Installation(row["id"], row["account"], row["suspended"]) if row else None
+
+    # -- retention ---------------------------------------------------------------------------
+
+    def prune(self, before: str) -> dict[str, int]:
+        with self.pool.connection() as conn, conn.transaction():
+            jobs = conn.execute("delete from jobs where status = any(%s) and finished_at < %s",
+                                [list(FINISHED), before]).rowcount
+            deliveries = conn.execute(
+                "delete from deliveries d where processed_at is not null and processed_at < %s "
+                "and not exists (select 1 from jobs j where j.delivery_id = d.id)",
+                [before]).rowcount
+        return {"jobs": jobs, "deliveries": deliveries}
+
+
+def _columns(deliveries: list[tuple[tuple, dict]]) -> dict[str, object]:
+    """``accept_many``'s batch as the arrays ``_ACCEPT_MANY`` unnests, and the time."""
+    columns: dict[str, list] = {k: [] for k in ("delivery", "event", "action", "kind", "repo",
+                                                 "number", "installation", "head", "payload")}
+    for (delivery, event, action, kind), kw in deliveries:
+        for key, value in (("delivery", delivery), ("event", event), ("action", action),
+                           ("kind", kind), ("repo", kw.get("repo")),
+                           ("number", kw.get("number")),
+                           ("installation", kw.get("installation_id")),
+                           ("head", kw.get("head_sha")),
+                           ("payload", json.dumps(kw.get("payload") or {}))):
+            columns[key].append(value)
+    return {**columns, "now": now()}
+
+
+def _jobs_by_delivery(ids: list[str], rows: list[dict]) -> list[int | None]:
+    job_of = {r["delivery_id"]: r["id"] for r in rows}
+    return [job_of.get(delivery) for delivery in ids]
