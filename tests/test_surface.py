@@ -143,3 +143,35 @@ def test_the_bench_extra_is_what_the_bench_checks_and_the_test_extra_carries_it(
     test = {name.match(d).group(0) for d in project["optional-dependencies"]["test"]}
     runtime = {name.match(d).group(0) for d in project["dependencies"]}
     assert bench == set(BENCH_EXTRA) and bench <= test and not bench & runtime
+
+
+def ruling_names(source: str) -> set[str]:
+    """The rule names ``tracker/rules.py`` can rule with: every string constant in the name
+    argument of a ``Ruling(...)`` call, or in what the variable passed there was assigned."""
+    import ast
+
+    tree = ast.parse(source)
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Ruling" \
+                and len(node.args) > 1:
+            arg = node.args[1]
+            for part in [arg, *(assigned.get(arg.id, []) if isinstance(arg, ast.Name) else [])]:
+                names |= {c.value for c in ast.walk(part)
+                          if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return names
+
+
+def test_every_rule_the_tracker_can_rule_with_is_in_the_readme():
+    source = (ROOT / "tracker" / "rules.py").read_text(encoding="utf-8")
+    names = ruling_names(source)
+    assert {"anchor-untouched", "anchor-modified", "asked-still-absent"} <= names
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [n for n in sorted(names) if f"`{n}`" not in readme] == []
+    assert ruling_names('x = "b-c"\nRuling(S, "a-b", "e", 1)\nRuling(S, x, "e", 1)\n') == \
+        {"a-b", "b-c"}
