@@ -88,7 +88,7 @@ def test_a_registered_backend_settings_join_the_settings_and_readme_check(fake_r
     names = list(env.settings())
     assert names.index("GITLAB_TOKEN") < names.index("FAKEHUB_TOKEN") < names.index("ROUNDWISE_DB")
     assert readme_problems(env.SETTINGS) == []
-    assert any("FAKEHUB_TOKEN" in line for line in readme_problems(settings))
+    assert any("FAKEHUB_TOKEN" in line for line in readme_problems(env.settings()))
 
 
 def test_a_registered_backend_is_read_and_serves_alone(fake_registered):
