@@ -20,7 +20,7 @@ from ..github.host import DEFAULT_API_URL
 from ..gitlab.settings import GitLabConfig
 from ..review.llm_config import LLM_SETTINGS, LLMConfig
 from ..review.prompt_context import CONTEXT_SETTINGS
-from ..store.queue_base import is_postgres, split_schema, sqlite_path
+from ..store.queue_base import sqlite_path
 from .bounds import ReviewLimits
 
 __all__ = ["OWN_SETTINGS", "SETTINGS", "Config", "ConfigError", "load_config", "settings"]
@@ -188,18 +188,12 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         job_lease = 600.0
 
     db = env.get("ROUNDWISE_DB") or "roundwise.db"
-    if is_postgres(db):
-        try:
-            split_schema(db)
-        except ValueError as exc:
-            problems.append(f"ROUNDWISE_DB: {exc}")
-    else:
-        from ..store.target import TargetError, check_target
+    from ..store.target import TargetError, check_target
 
-        try:  # the scheme here; the folder and writability in bot.server.startup
-            check_target(db, folder=False)
-        except TargetError as exc:
-            problems.append(f"ROUNDWISE_DB: {exc}")
+    try:  # the scheme and the URL's form; the folder or the server in bot.server.startup
+        check_target(db, folder=False, reach=False)
+    except TargetError as exc:
+        problems.append(f"ROUNDWISE_DB: {exc}")
 
     llm = None
     try:

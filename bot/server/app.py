@@ -33,7 +33,7 @@ from ..jobs.handlers import Handlers
 from ..jobs.retention import prune_periodically
 from ..review.engine import Engine, offline_engine
 from ..round import RoundRunner
-from ..store import is_postgres, off_loop, open_ledger_store, open_queue_store
+from ..store import engine_of, off_loop, open_ledger_store, open_queue_store
 from ..store.queue_base import redact
 from . import health, metrics, tempclean
 from .appkeys import STATE, UNVERIFIED
@@ -101,7 +101,7 @@ def create_app(config: Config, *, engine: Engine | None = None,
     # bot.store: SQLite (the ledger's file holds the queue) or PostgreSQL (both stores there,
     # each migrated at start-up under an advisory lock)
     ledger = open_ledger_store(config.db_path)
-    shared = is_postgres(config.db_path)
+    shared = engine_of(config.db_path).shared  # a server replicas share: no one-server lock
     queue_store = open_queue_store(config.db_path, ledger=None if shared else ledger)
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
