@@ -25,8 +25,7 @@ from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
 from ..config.env import Config, ConfigError, load_config
-from ..forge import Forge
-from ..forge import hosts
+from ..forge import Forge, hosts
 from ..github import GitHubApp, RetryPolicy
 from ..jobs import JobQueue, Workers
 from ..jobs.handlers import Handlers

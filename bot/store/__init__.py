@@ -6,8 +6,9 @@ The ledger (``tracker.store.LedgerStore``): ``ledger_sqlite`` (``Ledger``, one f
 (``queue_base.QueueStore``): ``queue_sqlite`` (in the ledger's file) and ``queue_postgres``.
 
 ``open_ledger_store(target)`` and ``open_queue_store(target)`` pick the engine from
-``ROUNDWISE_DB``'s form (``engines.engine_of``, which also says what the engine is): a file path or ``sqlite:///PATH`` opens SQLite (the embedded default:
-the ledger's file holds the queue too); ``postgresql://...`` opens PostgreSQL (several
+``ROUNDWISE_DB``'s form (``engines.engine_of``, which also says what the engine is): a file
+path or ``sqlite:///PATH`` opens SQLite (the embedded default: the ledger's file holds the
+queue too); ``postgresql://...`` opens PostgreSQL (several
 ``roundwise serve`` replicas on one database). A ``schema=NAME`` query parameter in the URL
 puts the tables in that schema (created when missing). Every server-side user of the ledger
 opens it here, so the tracker (which does no network I/O) never sees a PostgreSQL URL.
@@ -31,8 +32,8 @@ from .queue_base import (
 )
 
 __all__ = ["DB_ERRORS", "Delivery", "Engine", "Installation", "Job", "LedgerStore", "QueueStore",
-           "engine_of", "engines", "is_postgres", "ledger_postgres", "ledger_sqlite", "off_loop", "offload",
-           "open_ledger_store", "open_queue_store", "queue_base", "queue_postgres",
+           "engine_of", "engines", "is_postgres", "ledger_postgres", "ledger_sqlite", "off_loop",
+           "offload", "open_ledger_store", "open_queue_store", "queue_base", "queue_postgres",
            "queue_sqlite", "schema_postgres", "schema_sqlite", "split_schema", "sqlite_path",
            "target"]
 

@@ -26,8 +26,8 @@ from tracker.store import LedgerStore
 
 from .queue_base import QueueStore, is_postgres, redact, split_schema, sqlite_path
 
-__all__ = ["ENGINES", "PG_TIMEOUT", "POSTGRES", "SCHEME", "SQLITE", "Engine", "TargetError", "engine_of",
-           "relative_hint"]
+__all__ = ["ENGINES", "PG_TIMEOUT", "POSTGRES", "SCHEME", "SQLITE", "Engine", "TargetError",
+           "engine_of", "relative_hint"]
 
 PG_TIMEOUT = 5  # seconds to wait for a PostgreSQL server's first answer (check_target)
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
