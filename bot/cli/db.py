@@ -63,7 +63,7 @@ def _failed(command: str, target: str, exc: BaseException) -> int:
 
 
 def cmd_migrate(args) -> int:
-    from ..store import DB_ERRORS, is_postgres, open_ledger_store, open_queue_store
+    from ..store import DB_ERRORS, engine_of, open_ledger_store, open_queue_store
 
     target = _target(args)
     if not _usable("migrate", target, must_exist=False):
@@ -72,7 +72,8 @@ def cmd_migrate(args) -> int:
         # opening a store applies its migrations, under a lock: the ledger's, then the queue's
         ledger = open_ledger_store(target)
         try:
-            open_queue_store(target, ledger=None if is_postgres(target) else ledger).close()
+            shared = engine_of(target).shared  # the queue on a connection of its own
+            open_queue_store(target, ledger=None if shared else ledger).close()
         finally:
             ledger.close()
     except (*DB_ERRORS, _pool_timeout()) as exc:

@@ -1,39 +1,33 @@
 """Server configuration from the environment, checked at start-up with messages that say how to fix.
 
-``SETTINGS`` lists every variable ``load_config`` reads (with the LLM's, ``LLM_SETTINGS``), its
-meaning and default; README's settings table must say the same (a test compares them). The LLM
+``SETTINGS`` lists every variable ``load_config`` reads (each code-host backend's, from
+``bot.forge.hosts``, and the LLM's, ``LLM_SETTINGS``), its meaning and default; README's
+settings table must say the same (a test compares them). The backends read their own settings
+(``Host.read``); ``Config.forges`` holds them by backend, GitHub's App and ``gitlab`` also in
+fields of their own. The LLM
 settings are parsed once, into ``Config.llm``, which the server's engine is built from.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
-from ..gitlab.settings import SETTINGS as GITLAB_SETTINGS
+from ..forge import hosts
+from ..github.host import DEFAULT_API_URL
 from ..gitlab.settings import GitLabConfig
 from ..review.llm_config import LLM_SETTINGS, LLMConfig
 from ..review.prompt_context import CONTEXT_SETTINGS
-from ..store.queue_base import is_postgres, split_schema, sqlite_path
+from ..store.queue_base import sqlite_path
 from .bounds import ReviewLimits
 
-__all__ = ["SETTINGS", "Config", "ConfigError", "load_config"]
-
-DEFAULT_API_URL = "https://api.github.com"
+__all__ = ["OWN_SETTINGS", "SETTINGS", "Config", "ConfigError", "load_config", "settings"]
 
 
-#: every environment variable of the server: name -> (meaning, default)
-SETTINGS: dict[str, tuple[str, str]] = {
-    "GITHUB_APP_ID": ("the App's numeric id (or its client id, Iv...)", "required"),
-    "GITHUB_PRIVATE_KEY": ("the App's PEM private key, inline", "this or the path required"),
-    "GITHUB_PRIVATE_KEY_PATH": ("the App's PEM private key, as a file",
-                                "this or the key required"),
-    "GITHUB_WEBHOOK_SECRET": ("the webhook secret set on the App", "required"),
-    "GITHUB_API_URL": ("REST base URL (GitHub Enterprise: https://HOST/api/v3)", DEFAULT_API_URL),
-    **GITLAB_SETTINGS,
+#: the server's own variables, after the code-host backends' (``bot.forge.hosts``)
+OWN_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_DB": (("the ledger and job queue: a SQLite file (a path or sqlite:///PATH, one "
                       "server) or postgresql://USER@HOST/DB[?schema=NAME] (any number of "
                       "replicas)"), "roundwise.db"),
@@ -61,11 +55,16 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_LOG_FORMAT": ("server log lines: text, or json (one object a line)", "text"),
 }
 
-#: an App's client id (``Iv1.`` and 16 hex digits, or ``Iv23`` and letters/digits)
-CLIENT_ID = re.compile(r"Iv[0-9A-Za-z.]{10,}")
+
+def settings() -> dict[str, tuple[str, str]]:
+    """Every environment variable of the server, name -> (meaning, default): each registered
+    backend's, then the server's own."""
+    return {**hosts.settings(), **OWN_SETTINGS}
+
+
+SETTINGS = settings()
+
 LOG_FORMATS = ("text", "json")
-GITHUB_APP_VARS = ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH",
-                   "GITHUB_WEBHOOK_SECRET")
 
 
 class ConfigError(ValueError):
@@ -89,6 +88,8 @@ class Config:
     job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
     gitlab: GitLabConfig | None = None  # None: no GitLab (bot.gitlab)
     review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.config.bounds
+    #: every code-host backend's settings by name, as ``bot.forge.hosts`` read them
+    forges: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def model(self) -> str | None:
@@ -130,58 +131,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Read and check every setting; raises ConfigError listing all problems at once."""
     env = os.environ if env is None else env
     problems: list[str] = []
-    gitlab = GitLabConfig.from_env(env, problems)
-    app_checks = len(problems)
-
-    app_id = (env.get("GITHUB_APP_ID") or "").strip()
-    if not app_id:
-        problems.append("GITHUB_APP_ID is not set: use the App ID from the App's settings page")
-    elif not (app_id.isdigit() or CLIENT_ID.fullmatch(app_id)):
-        problems.append(f"GITHUB_APP_ID={app_id!r} is not an App id: use the number shown as "
-                        "'App ID' on the App's settings page (or its client id, Iv...)")
-
-    key = env.get("GITHUB_PRIVATE_KEY") or ""
-    key_path = env.get("GITHUB_PRIVATE_KEY_PATH") or ""
-    if not key and key_path:
-        try:
-            key = Path(key_path).expanduser().read_text()
-        except OSError as exc:
-            problems.append(f"GITHUB_PRIVATE_KEY_PATH={key_path!r} cannot be read ({exc.strerror})")
-    if len(key) > 1 and key[0] == key[-1] == '"':
-        key = key[1:-1]  # a quoted value passed through as is (docker run --env-file)
-    if key and "\\n" in key and "\n" not in key:
-        key = key.replace("\\n", "\n")  # keys pasted into one-line env files
-    if not key and not key_path:
-        problems.append("no private key: set GITHUB_PRIVATE_KEY_PATH to the .pem file "
-                        "GitHub generated for the App (or GITHUB_PRIVATE_KEY to its text)")
-    elif key and "PRIVATE KEY-----" not in key:
-        problems.append("the private key is not a PEM key (expected '-----BEGIN ... PRIVATE "
-                        "KEY-----'); download a new one from the App's settings page")
-    elif key:
-        try:
-            from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-            from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-            loaded = load_pem_private_key(key.encode(), password=None)
-            if not isinstance(loaded, RSAPrivateKey):
-                problems.append(f"the private key is a {type(loaded).__name__.lstrip('_')}, "
-                                "not an RSA key: GitHub signs App tokens with RS256; download "
-                                "the .pem from the App's settings page")
-        except (ValueError, TypeError) as exc:
-            problems.append(f"the private key cannot be loaded: {exc}")
-
-    secret = env.get("GITHUB_WEBHOOK_SECRET") or ""
-    if not secret:
-        problems.append("GITHUB_WEBHOOK_SECRET is not set: use the webhook secret configured "
-                        "on the App (every delivery's signature is checked with it)")
-
-    if gitlab is not None and not any(env.get(name) for name in GITHUB_APP_VARS):
-        del problems[app_checks:]  # a server for GitLab alone: there is no App to check
-
-    api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-    if not api_url.startswith(("http://", "https://")):
-        problems.append(f"GITHUB_API_URL={api_url!r} must start with https:// (or http:// for "
-                        "a local test server)")
+    forges = hosts.read_forges(env, problems)  # GitHub, GitLab, ... (bot.forge.hosts)
 
     workers = env.get("ROUNDWISE_WORKERS") or "4"
     try:
@@ -238,18 +188,12 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         job_lease = 600.0
 
     db = env.get("ROUNDWISE_DB") or "roundwise.db"
-    if is_postgres(db):
-        try:
-            split_schema(db)
-        except ValueError as exc:
-            problems.append(f"ROUNDWISE_DB: {exc}")
-    else:
-        from ..store.target import TargetError, check_target
+    from ..store.target import TargetError, check_target
 
-        try:  # the scheme here; the folder and writability in bot.server.startup
-            check_target(db, folder=False)
-        except TargetError as exc:
-            problems.append(f"ROUNDWISE_DB: {exc}")
+    try:  # the scheme and the URL's form; the folder or the server in bot.server.startup
+        check_target(db, folder=False, reach=False)
+    except TargetError as exc:
+        problems.append(f"ROUNDWISE_DB: {exc}")
 
     llm = None
     try:
@@ -261,10 +205,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if problems:
         raise ConfigError("roundwise cannot start:\n  - " + "\n  - ".join(problems))
     return Config(
-        app_id=app_id,
-        private_key=key,
-        webhook_secret=secret,
-        api_url=api_url,
+        **hosts.config_fields(forges),
         db_path=sqlite_path(db),
         llm=llm,
         workers=n_workers,
@@ -274,6 +215,6 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         log_format=log_format,
         retention_days=keep_days,
         job_lease=job_lease,
-        gitlab=gitlab,
         review_limits=ReviewLimits(**limits),
+        forges=forges,
     )

@@ -4,7 +4,8 @@
 gidgetlab, with retries), ``errors`` (the typed tree), ``diffs`` (GitLab's diff entries and
 positions), ``ids`` (how MRs and notes are named in the shared ledger), ``forge``
 (``GitLabForge``), ``webhooks`` (``POST /gitlab/webhook``), ``jobs`` (GitLab's jobs before the
-host-neutral handlers) and ``service`` (what the server mounts).
+host-neutral handlers), ``service`` (what the server mounts) and ``host`` (its entry in
+``bot.forge.hosts``).
 """
 
 from .client import GitLabClient, ProjectClient
@@ -14,5 +15,5 @@ from .settings import SETTINGS as GITLAB_SETTINGS
 from .settings import GitLabConfig
 
 __all__ = ["GITLAB_SETTINGS", "GitLabClient", "GitLabConfig", "GitLabForge", "GitLabService",
-           "ProjectClient", "client", "diffs", "errors", "forge", "ids", "jobs", "mount",
+           "ProjectClient", "client", "diffs", "errors", "forge", "host", "ids", "jobs", "mount",
            "service", "settings", "webhooks"]

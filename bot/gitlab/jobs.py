@@ -13,7 +13,7 @@ other job goes to the handlers as it is.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from tracker.lifecycle import State
@@ -38,9 +38,11 @@ RESOLVED, UNRESOLVED = str(SignalKind.THREAD_RESOLVED), str(SignalKind.THREAD_UN
 class GitLabJobs:
     """The worker pool's handler: GitLab's own jobs here, the rest to ``handlers``."""
 
-    def __init__(self, handlers: Handlers, forge_for: Callable[[Job], GitLabForge]):
+    def __init__(self, handlers: Handlers, forge_for: Callable[[Job], GitLabForge],
+                 rest: Callable[[Job], Awaitable[None]] | None = None):
         self.handlers = handlers
         self.forge_for = forge_for
+        self.rest = rest or handlers.handle  # the jobs that are not GitLab's
 
     async def handle(self, job: Job) -> None:
         if job.kind == "round" and is_gitlab(job.repo):
@@ -53,7 +55,7 @@ class GitLabJobs:
             return
         own = {"gitlab_note": self.note, "gitlab_push": self.push, "gitlab_sync": self.sync}
         if job.kind not in own:
-            await self.handlers.handle(job)
+            await self.rest(job)
             return
         try:
             outcome = await own[job.kind](job)

@@ -1,16 +1,17 @@
 """The GitLab backend inside the server: its route, its client and its forge per job.
 
 ``mount(app, config)`` adds ``POST /gitlab/webhook`` and returns the ``GitLabService`` the
-composition root (``bot.server.app``) asks for a job's forge (``owns``/``forge``) and for the
-worker pool's handler (``jobs``). At start-up it opens the client on the server's HTTP session
-and asks GitLab who the token is (its username marks the bot's own notes); GitLab being down
-then only delays that to the first job.
+composition root (``bot.server.app``, through ``bot.gitlab.host``) asks for a job's forge
+(``owns``/``forge``) and for the worker pool's handler (``jobs``). At start-up it opens the
+client on the server's HTTP session and asks GitLab who the token is (its username marks the
+bot's own notes); GitLab being down then only delays that to the first job.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 from aiohttp import web
@@ -63,8 +64,11 @@ class GitLabService:
         return GitLabForge(self.client.project(project), job.repo or "", job.number,
                            bot_login=self.bot_login, web_url=self.config.url)
 
-    def jobs(self, handlers: Handlers) -> GitLabJobs:
-        return GitLabJobs(handlers, self.forge)
+    def jobs(self, handlers: Handlers, rest: Callable[[Job], Awaitable[None]] | None = None
+             ) -> Callable[[Job], Awaitable[None]]:
+        """The worker pool's handler: GitLab's jobs here, the rest to ``rest`` (by default
+        ``handlers.handle``)."""
+        return GitLabJobs(handlers, self.forge, rest).handle
 
 
 def mount(app: web.Application, config: GitLabConfig, bot_login: str) -> GitLabService:

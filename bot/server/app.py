@@ -1,7 +1,8 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
-``create_app(config)`` builds the app: ``POST /webhook`` (see ``bot.github.webhooks``), with
-GitLab configured ``POST /gitlab/webhook`` (``bot.gitlab``), ``GET /healthz``
+``create_app(config)`` builds the app: each configured code-host backend's webhook route
+(``bot.forge.hosts``: ``POST /webhook`` for the GitHub App, ``POST /gitlab/webhook`` with
+GitLab configured), ``GET /healthz``
 and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.server.home``). It opens
 the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
 PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
@@ -24,16 +25,14 @@ from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
 from ..config.env import Config, ConfigError, load_config
-from ..forge import Forge
-from ..github import GitHubApp, GitHubForge, RetryPolicy
-from ..github.webhooks import handle_webhook
-from ..gitlab import mount as mount_gitlab
+from ..forge import Forge, hosts
+from ..github import GitHubApp, RetryPolicy
 from ..jobs import JobQueue, Workers
 from ..jobs.handlers import Handlers
 from ..jobs.retention import prune_periodically
 from ..review.engine import Engine, offline_engine
 from ..round import RoundRunner
-from ..store import is_postgres, off_loop, open_ledger_store, open_queue_store
+from ..store import engine_of, off_loop, open_ledger_store, open_queue_store
 from ..store.queue_base import redact
 from . import health, metrics, tempclean
 from .appkeys import STATE, UNVERIFIED
@@ -101,15 +100,15 @@ def create_app(config: Config, *, engine: Engine | None = None,
     # bot.store: SQLite (the ledger's file holds the queue) or PostgreSQL (both stores there,
     # each migrated at start-up under an advisory lock)
     ledger = open_ledger_store(config.db_path)
-    shared = is_postgres(config.db_path)
+    shared = engine_of(config.db_path).shared  # a server replicas share: no one-server lock
     queue_store = open_queue_store(config.db_path, ledger=None if shared else ledger)
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
     app[UNVERIFIED] = UnverifiedBodies()  # bot.server.unverified: slow bodies cannot take every slot
-    if config.app_id:  # no App, no GitHub deliveries (a server for GitLab alone)
-        app.router.add_post("/webhook", handle_webhook)
-    gitlab = mount_gitlab(app, config.gitlab, config.bot_login) if config.gitlab else None
+    # bot.forge.hosts: each configured backend adds its webhook route (GitHub: with an App)
+    services = [service for service in (host.mount(app, config) for host in hosts.HOSTS)
+                if service is not None]
     app.router.add_get("/", home)
     app.router.add_get("/docs", docs)
     app.router.add_get("/healthz", healthz)
@@ -123,17 +122,13 @@ def create_app(config: Config, *, engine: Engine | None = None,
         await asyncio.to_thread(tempclean.clean_stale)  # what a killed server left in /tmp
         state.session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=(retry or RetryPolicy()).timeout))
-        if config.app_id:
-            state.github = GitHubApp(state.session, config.app_id, config.private_key,
-                                     config.api_url, retry=retry)
-        github = state.github
-        if gitlab:
-            await gitlab.start(state.session, retry)
+        for service in services:  # GitHub's sets state.github
+            await service.start(state.session, retry)
 
         def forge_for(job) -> Forge:
-            if gitlab and gitlab.owns(job):  # bot.gitlab: a merge request
-                return gitlab.forge(job)
-            return GitHubForge(github.repo(job.installation_id, job.repo))
+            # later backends first; GitHub, the first, owns what no other does
+            owner = next(service for service in reversed(services) if service.owns(job))
+            return owner.forge(job)
 
         runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
                              serializer(state.queue), bot_login=config.bot_login,
@@ -141,7 +136,9 @@ def create_app(config: Config, *, engine: Engine | None = None,
                              limits=config.review_limits)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
-        handle = gitlab.jobs(handlers).handle if gitlab else handlers.handle
+        handle = handlers.handle
+        for service in services:  # each backend takes its own kinds of job first
+            handle = service.jobs(handlers, handle)
         state.workers = Workers(state.queue, with_job_context(handle),
                                 count=config.workers, poll=poll)
         if start_workers:

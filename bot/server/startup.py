@@ -12,14 +12,12 @@ which version is running and writes the "ready" line.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Mapping
-from pathlib import Path
 
 from ..config.env import Config
 from ..review.llm_config import LLMConfig
-from ..store.queue_base import is_postgres, redact, split_schema
-from ..store.target import relative_hint
+from ..store.engines import POSTGRES, engine_of
+from ..store.queue_base import redact
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
            "startup_problems", "version"]
@@ -114,49 +112,15 @@ def probe_model(llm: LLMConfig) -> str | None:
 
 
 def check_ledger(db_path: str) -> str | None:
-    """Whether the ledger can be opened for writing at ``db_path``; the problem as a line.
-
-    A volume the container's user cannot write would otherwise end in a raw
-    ``sqlite3.OperationalError`` traceback from the first statement.
-    """
-    if is_postgres(db_path):
-        return check_postgres(db_path)
-    path = Path(db_path).expanduser()
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        return (f"ROUNDWISE_DB={db_path!r}: the folder {folder} does not exist"
-                f"{relative_hint(path)}; create it or point ROUNDWISE_DB at a writable place")
-    target = path if path.exists() else folder
-    if not os.access(target, os.W_OK) or (not path.exists() and not os.access(folder, os.X_OK)):
-        who = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
-        return (f"ROUNDWISE_DB={db_path!r}: {target} is not writable by {who}; fix the "
-                f"owner or mode of {target} (in Docker: a volume the image's user, uid 10001, "
-                "can write, such as the named volume in docker-compose.yml)")
-    try:
-        conn = sqlite3.connect(path)
-        try:
-            conn.execute("pragma user_version").fetchone()
-            conn.execute("begin immediate")
-            conn.rollback()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return f"ROUNDWISE_DB={db_path!r}: the ledger cannot be opened for writing ({exc})"
-    return None
+    """Whether the ledger can be opened for writing at ``db_path`` (a SQLite file's folder and
+    mode; a PostgreSQL server's answer): its engine's ``ready`` (``bot.store.engines``); the
+    problem as a line."""
+    return engine_of(db_path).ready(db_path)
 
 
 def check_postgres(target: str) -> str | None:
     """Whether the PostgreSQL server of ``target`` answers; the problem as a line."""
-    import psycopg
-
-    conninfo, _schema = split_schema(target)
-    try:
-        psycopg.connect(conninfo, connect_timeout=10).close()
-    except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        return (f"ROUNDWISE_DB: the PostgreSQL server does not answer ({type(exc).__name__}: "
-                f"{first}); check the URL, the server and its pg_hba.conf")
-    return None
+    return POSTGRES.ready(target)
 
 
 def startup_problems(config: Config) -> list[str]:

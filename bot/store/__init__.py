@@ -6,8 +6,9 @@ The ledger (``tracker.store.LedgerStore``): ``ledger_sqlite`` (``Ledger``, one f
 (``queue_base.QueueStore``): ``queue_sqlite`` (in the ledger's file) and ``queue_postgres``.
 
 ``open_ledger_store(target)`` and ``open_queue_store(target)`` pick the engine from
-``ROUNDWISE_DB``'s form: a file path or ``sqlite:///PATH`` opens SQLite (the embedded default:
-the ledger's file holds the queue too); ``postgresql://...`` opens PostgreSQL (several
+``ROUNDWISE_DB``'s form (``engines.engine_of``, which also says what the engine is): a file
+path or ``sqlite:///PATH`` opens SQLite (the embedded default: the ledger's file holds the
+queue too); ``postgresql://...`` opens PostgreSQL (several
 ``roundwise serve`` replicas on one database). A ``schema=NAME`` query parameter in the URL
 puts the tables in that schema (created when missing). Every server-side user of the ledger
 opens it here, so the tracker (which does no network I/O) never sees a PostgreSQL URL.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from tracker.store import LedgerStore
 
+from .engines import Engine, engine_of
 from .offload import off_loop
 from .queue_base import (
     DB_ERRORS,
@@ -29,9 +31,9 @@ from .queue_base import (
     sqlite_path,
 )
 
-__all__ = ["DB_ERRORS", "Delivery", "Installation", "Job", "LedgerStore", "QueueStore",
-           "is_postgres", "ledger_postgres", "ledger_sqlite", "off_loop", "offload",
-           "open_ledger_store", "open_queue_store", "queue_base", "queue_postgres",
+__all__ = ["DB_ERRORS", "Delivery", "Engine", "Installation", "Job", "LedgerStore", "QueueStore",
+           "engine_of", "engines", "is_postgres", "ledger_postgres", "ledger_sqlite", "off_loop",
+           "offload", "open_ledger_store", "open_queue_store", "queue_base", "queue_postgres",
            "queue_sqlite", "schema_postgres", "schema_sqlite", "split_schema", "sqlite_path",
            "target"]
 
@@ -39,28 +41,10 @@ __all__ = ["DB_ERRORS", "Delivery", "Installation", "Job", "LedgerStore", "Queue
 def open_ledger_store(target: str, *, schema: str | None = None) -> LedgerStore:
     """The ledger for ``target`` (see the module docstring): the SQLite ``Ledger`` or the
     PostgreSQL ``PostgresLedgerStore``."""
-    if is_postgres(target):
-        from .ledger_postgres import PostgresLedgerStore
-
-        conninfo, named = split_schema(target)
-        return PostgresLedgerStore(conninfo, schema=schema or named)
-    from .ledger_sqlite import Ledger
-
-    return Ledger(sqlite_path(target))
+    return engine_of(target).open_ledger(target, schema)
 
 
 def open_queue_store(target: str, *, ledger=None, schema: str | None = None) -> QueueStore:
     """The queue store for ``target`` (see the module docstring). A SQLite store may share an
     open ``ledger`` (one file, one connection, so a job and its delivery commit together)."""
-    if is_postgres(target):
-        from .queue_postgres import PostgresQueueStore
-
-        conninfo, named = split_schema(target)
-        return PostgresQueueStore(conninfo, schema=schema or named)
-    from .queue_sqlite import SqliteQueueStore
-
-    if ledger is None:
-        from .ledger_sqlite import Ledger
-
-        ledger = Ledger(sqlite_path(target))
-    return SqliteQueueStore(ledger)
+    return engine_of(target).open_queue(target, ledger, schema)
