@@ -415,11 +415,16 @@ def renamed_only(removed: list[str], added: list[str]) -> dict[str, str] | None:
 def _cosmetic(case: Case, m: Mapped) -> bool:
     """An edit that leaves the construct in place: renamed identifiers, unless the comment is
     about naming or names one of the identifiers involved."""
-    names = renamed_only(m.removed, m.added)
+    return _unasked_rename(case, renamed_only(m.removed, m.added))
+
+
+def _unasked_rename(case: Case, names: dict[str, str] | None) -> bool:
+    """Renames the comment did not ask for: it is not about naming and names (in any case:
+    prose says "lime" for ``Lime``) none of the identifiers involved."""
     if not names:
         return False
     involved = {w.lower() for w in set(names) | set(names.values())}
-    said = {w.lower() for w in case.subject.words}  # prose names code in lower case: "lime"
+    said = {w.lower() for w in case.subject.words}
     return not (involved & said) and not _NAMING.search(case.defect.description or "")
 
 
@@ -435,7 +440,6 @@ def _still_standing(case: Case, f: Mapped) -> bool:
     focus = normalise(case.focus_code)
     if len(focus) != 1:
         return False
-    said = {w.lower() for w in case.subject.words}
     added = changes(case.diff, f.anchor.path).by_line
     for n in range(f.anchor.start - STANDING_WINDOW, f.anchor.end + STANDING_WINDOW + 1):
         line = added.get(n)
@@ -443,9 +447,7 @@ def _still_standing(case: Case, f: Mapped) -> bool:
             continue
         if normalise([line]) == focus:
             return True
-        names = renamed_only(focus, [line])
-        if names and not {w.lower() for w in set(names) | set(names.values())} & said \
-                and not _NAMING.search(case.defect.description or ""):
+        if _unasked_rename(case, renamed_only(focus, [line])):
             return True
     return False
 
