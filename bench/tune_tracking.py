@@ -8,6 +8,14 @@ cross-validated figures, which are the ones to report; the fitted figures (best 
 all tasks) are printed beside them only to show how much fitting would flatter.
 
     python -m bench.tune_tracking --tasks ../shared/data/mcr-dev ../shared/data/mcr-dev-extra
+    python -m bench.tune_tracking --tasks ... --bar   # which switches clear the 3-repository bar
+
+A rule found by reading errors goes on only when it is right in at least ``BAR`` repositories
+and raises balanced accuracy (``--bar``): flipped one at a time from the defaults, the pairs
+whose answer a switch changes are counted, and the switch's "on" is backed by the repositories
+where it turns answers right. Cross-validation
+alone cannot see a rule fitted to one repository: with that repository held out, the other
+folds tie, and the tie keeps the default.
 
 Measured with the deterministic tracker alone (``bench.tracking``), no LLM.
 """
@@ -21,7 +29,7 @@ from collections import defaultdict
 
 from tracker import rules
 
-from .metrics import TrackPair, tracking_scores
+from .metrics import TrackPair, live_class, tracking_scores
 from .tasks import load_tasks
 from .tracking import naive_decide, replay_tasks
 
@@ -75,6 +83,70 @@ def cross_validate(tasks, names: list[str]) -> dict:
     }
 
 
+BAR = 3  # a rule must be right in this many repositories before it is on by default
+
+
+def switch_effect(on: dict[str, list[TrackPair]], off: dict[str, list[TrackPair]]) -> dict:
+    """What turning one switch on does, from the pairs by repository with it on and off:
+    the pairs whose answer changes, how many of them it turns right and wrong, the
+    repositories in which it turns at least one right (``repos_right``) or wrong, and the
+    change in balanced accuracy (``gain``). It clears the bar when it turns answers right in
+    ``BAR`` repositories and raises balanced accuracy: more right than wrong is not enough,
+    as an Open pair weighs more than a Resolved one where Open is the rarer state."""
+    right, wrong, repos_right, repos_wrong = 0, 0, set(), set()
+    for repo, pairs in on.items():
+        before = {(p.task, p.defect, p.round): p for p in off.get(repo, [])}
+        for p in pairs:
+            q = before.get((p.task, p.defect, p.round))
+            if q is None or live_class(q.answer) == live_class(p.answer):
+                continue
+            if live_class(p.answer) == live_class(p.gold):
+                right += 1
+                repos_right.add(repo)
+            else:
+                wrong += 1
+                repos_wrong.add(repo)
+    gain = _score([p for ps in on.values() for p in ps]) - \
+        _score([p for ps in off.values() for p in ps])
+    return {"changed": right + wrong, "right": right, "wrong": wrong, "gain": round(gain, 4),
+            "repos_right": sorted(repos_right), "repos_wrong": sorted(repos_wrong),
+            "clears_bar": len(repos_right) >= BAR and gain > 0}
+
+
+def bar(tasks, names: list[str]) -> dict[str, dict]:
+    """Each named switch's effect, flipped alone from the defaults (``switch_effect``)."""
+    saved = dict(rules.SWITCHES)
+    out = {}
+    try:
+        for name in names:
+            runs = {}
+            for value in (False, True):
+                rules.SWITCHES.clear()
+                rules.SWITCHES.update(saved)
+                rules.SWITCHES[name] = value
+                runs[value] = _pairs_by_repo(tasks)
+            out[name] = switch_effect(runs[True], runs[False]) | {"default": saved[name]}
+    finally:
+        rules.SWITCHES.clear()
+        rules.SWITCHES.update(saved)
+    return out
+
+
+def _print_bar(effects: dict[str, dict]) -> None:
+    print(f"{'switch':<30} default  changed right wrong    gain  repos right  verdict")
+    for name, e in effects.items():
+        verdict = "clears the bar" if e["clears_bar"] else f"below the bar of {BAR}"
+        if not e["changed"]:
+            verdict = "changes no answer here"
+        if name in rules.BY_DESIGN:
+            verdict += "; on by design"
+        elif e["default"] != e["clears_bar"]:
+            verdict += " (default disagrees)"
+        print(f"{name:<30} {'on' if e['default'] else 'off':<8} {e['changed']:>7} "
+              f"{e['right']:>5} {e['wrong']:>5} {e['gain']:>+7.3f}  {len(e['repos_right']):>11}  "
+              f"{verdict}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tune_tracking", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--switches", nargs="*", default=sorted(rules.SWITCHES),
                         help="switches to tune (default: all)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--bar", action="store_true",
+                        help=f"instead of tuning: each switch's effect alone, and whether it is "
+                             f"right in at least {BAR} repositories")
     args = parser.parse_args(argv)
     unknown = set(args.switches) - set(rules.SWITCHES)
     if unknown:
@@ -89,6 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     tasks, errors = load_tasks(args.tasks)
     for error in errors:
         print(f"skipped: {error}")
+    if args.bar:
+        effects = bar(tasks, args.switches)
+        if args.json:
+            print(json.dumps(effects, indent=2))
+        else:
+            _print_bar(effects)
+        return 0
     result = cross_validate(tasks, args.switches)
     naive = [p for ps in _pairs_by_repo(tasks, decide=naive_decide).values() for p in ps]
     result["naive"] = tracking_scores(naive)

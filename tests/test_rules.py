@@ -5,6 +5,8 @@ give it), and a tracked defect made from a reviewer's comment; then checks the s
 that decided and, where it matters, the evidence.
 """
 
+import pytest
+
 from bench.diffs import git_diff
 from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import DiffMap
@@ -12,6 +14,7 @@ from tracker.decide import RoundInput, decide_round
 from tracker.intake import Comment, take_comment
 from tracker.lifecycle import State
 from tracker.models import Defect, Signal
+from tracker import rules
 from tracker.rules import renamed_only
 from tracker.scope import definition, enclosing
 from tracker.subject import read_subject
@@ -32,6 +35,16 @@ public class Slider {
     }
 }
 """
+
+
+@pytest.fixture
+def switched_on(monkeypatch):
+    """Turn on rules that are off by default (below the three-repository bar) for one test."""
+    def turn_on(*names):
+        for name in names:
+            assert rules.SWITCHES[name] is False, f"{name} is on by default: test it as it is"
+            monkeypatch.setitem(rules.SWITCHES, name, True)
+    return turn_on
 
 
 def comment_defect(body, path, start, end=None, *, old, key="D1"):
@@ -190,7 +203,8 @@ def test_a_remark_naming_a_function_follows_that_function():
     assert decide(remark, {"t.c": c}, {"t.c": fixed}).rule == "remark-subject-edited"
 
 
-def test_a_remark_naming_code_that_a_push_removes_is_resolved():
+def test_a_remark_naming_code_that_a_push_removes_is_resolved(switched_on):
+    switched_on("remark_named_in_changes")  # below the bar, off by default
     old = {"A.java": "class A {\n  void f() {\n    try { g(); } catch (E e) { }\n  }\n}\n"}
     new = {"A.java": "class A {\n  void f() {\n    g();\n  }\n}\n"}
     remark = Defect(key="D1", description="Please avoid the `try..catch` in the controller",
@@ -337,7 +351,8 @@ TJ_COMMENT = ("`toArray(new Foo[0])` is an anti-pattern. use method references i
               "`toArray(Foo[]::new)`")
 
 
-def test_a_line_rewritten_with_its_block_but_only_renamed_still_stands():
+def test_a_line_rewritten_with_its_block_but_only_renamed_still_stands(switched_on):
+    switched_on("still_standing")  # below the bar, off by default
     # TJ-Bot-1366: the block around the line was re-indented and a variable renamed; the
     # construct the comment is about, toArray(new Foo[0]), still stands: not removed.
     rewritten = (TJ.replace("deadFutures", "brokenFutures").replace("\n      .", "\n          .")
@@ -358,7 +373,8 @@ def test_a_keyword_quoted_with_the_code_names_no_construct_to_follow():
     assert decision.state is State.OPEN, decision
 
 
-def test_what_the_comment_asks_for_must_arrive_in_the_file_or_its_name():
+def test_what_the_comment_asks_for_must_arrive_in_the_file_or_its_name(switched_on):
+    switched_on("asked_for")  # below the bar, off by default
     # pytest-12968: "we _do_ need to document the `breaking` change", on a changelog entry
     # filed as an improvement. Rewording the entry is not it; renaming it to .breaking is.
     old = {"changelog/12960.improvement.rst": "Dropped compat.is_generator.\n"}
@@ -389,7 +405,8 @@ def test_a_type_alias_is_a_definition():
     assert definition("source/numeric.d.ts", NUMERIC, "Natural") == (2, 2)
 
 
-def test_a_remark_about_a_word_naming_a_type_this_round_removed_is_resolved():
+def test_a_remark_about_a_word_naming_a_type_this_round_removed_is_resolved(switched_on):
+    switched_on("remark_word_removed")  # below the bar, off by default
     # type-fest-319: 'the exact definition of "natural number" seems to be unclear', and the
     # push renames the type Natural to NonNegative
     remark = Defect(key="D1", description='Also, the exact definition of "natural number" '

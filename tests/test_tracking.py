@@ -162,6 +162,49 @@ def test_tuning_reports_held_out_figures_per_repository():
     assert result["cross_validated"]["balanced_accuracy"] == 1.0
 
 
+def test_the_bar_counts_the_answers_a_switch_changes_and_where_it_turns_them_right():
+    from bench.metrics import TrackPair
+    from bench.tune_tracking import bar, switch_effect
+
+    def pair(task, gold, answer):
+        return TrackPair(task, "D1", 2, "New", gold, answer)
+
+    # Off: three answers Open. On: a/ and b/ turn Resolved (gold Resolved: right), c/ turns
+    # Resolved too (gold Open: wrong); d/ is unchanged. Right 2, wrong 1, but in only two
+    # repositories: below the bar of 3 although more right than wrong.
+    off = {"a": [pair("a-1", "Resolved", "Open")], "b": [pair("b-1", "Resolved", "Open")],
+           "c": [pair("c-1", "Open", "Open")], "d": [pair("d-1", "Open", "Open")]}
+    on = {"a": [pair("a-1", "Resolved", "Resolved")], "b": [pair("b-1", "Resolved", "Resolved")],
+          "c": [pair("c-1", "Open", "Resolved")], "d": [pair("d-1", "Open", "Open")]}
+    effect = switch_effect(on, off)
+    assert (effect["changed"], effect["right"], effect["wrong"]) == (3, 2, 1)
+    assert effect["repos_right"] == ["a", "b"] and effect["repos_wrong"] == ["c"]
+    assert effect["clears_bar"] is False
+    on["d"] = [pair("d-1", "Open", "Reopened")]  # Reopened is Open: no change in d/
+    assert switch_effect(on, off)["changed"] == 3
+    off["e"], on["e"] = [pair("e-1", "Resolved", "Open")], [pair("e-1", "Resolved", "Resolved")]
+    # balanced accuracy off: Open recall 2/2, Resolved 0/3 -> 0.5; on: 1/2 and 3/3 -> 0.75
+    assert switch_effect(on, off)["gain"] == 0.25
+    assert switch_effect(on, off)["clears_bar"] is True  # right in a, b, e, and a gain
+    # Six more Resolved pairs, already right and unchanged: the three flips to Resolved now
+    # gain less (Resolved recall 6/9 -> 9/9) than the wrong flip of c/ costs (Open 2/2 -> 1/2):
+    # balanced 0.833 -> 0.75. Right in three repositories, more right than wrong, yet not on.
+    off["g"] = on["g"] = [pair(f"g-{i}", "Resolved", "Resolved") for i in range(6)]
+    effect = switch_effect(on, off)
+    assert (effect["right"], effect["wrong"], len(effect["repos_right"])) == (3, 1, 3)
+    assert effect["gain"] == round(0.75 - (6 / 9 + 1) / 2, 4) and effect["clears_bar"] is False
+
+    from tracker import rules
+    tasks, _ = load_tasks([EXAMPLES])
+    before = dict(rules.SWITCHES)
+    effects = bar(tasks, ["tests_cover_subject", "claimed_and_scope_changed"])
+    assert rules.SWITCHES == before
+    # only example/shop's Python task asks for tests that only this rule resolves
+    assert effects["tests_cover_subject"]["repos_right"] == ["example/shop"]
+    assert effects["tests_cover_subject"]["right"] >= 1
+    assert effects["tests_cover_subject"]["wrong"] == 0
+
+
 def test_rule_usage_counts_live_pairs_per_deciding_rule_and_repository(capsys):
     from bench.tracking import rule_usage
 

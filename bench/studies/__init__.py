@@ -10,6 +10,11 @@ them (``tests/test_layers.py``).
   held back (``tracker.learnings``)?
 - ``label_agreement``: how far do live human-signal labels (``bench export``) agree with a task
   set's own labels?
+- ``learned_rules``: would weights learned over every rule's evidence transfer better than the
+  ordered rule table (leave-one-repository-out)?
+- ``semantic_signal``: does a sentence model's similarity (comment against commit messages or
+  added code) tell a met request from an unmet one?
 """
 
-__all__ = ["convergence", "label_agreement", "learning_threshold"]
+__all__ = ["convergence", "label_agreement", "learned_rules", "learning_threshold",
+           "semantic_signal"]
