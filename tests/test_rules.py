@@ -9,12 +9,12 @@ import pytest
 
 from bench.diffs import git_diff
 from bot.store.ledger_sqlite import Ledger
+from tracker import rules
 from tracker.anchors import DiffMap
 from tracker.decide import RoundInput, decide_round
 from tracker.intake import Comment, take_comment
 from tracker.lifecycle import State
 from tracker.models import Defect, Signal
-from tracker import rules
 from tracker.rules import renamed_only
 from tracker.scope import definition, enclosing
 from tracker.subject import read_subject

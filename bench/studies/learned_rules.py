@@ -30,7 +30,7 @@ from .. import tracking
 from ..metrics import live_class
 from ..tasks import load_tasks
 
-__all__ = ["fit_logistic", "balanced", "observed_decisions", "main"]
+__all__ = ["balanced", "fit_logistic", "main", "observed_decisions"]
 
 STRENGTHS = (0.1, 1.0, 10.0)  # inverse L2 strength, as scikit-learn's C
 

@@ -26,9 +26,9 @@ import re
 from ..tasks import load_tasks
 from ..tracking import replay_tasks
 
-__all__ = ["auroc", "added_since", "main"]
+__all__ = ["added_since", "auroc", "main"]
 
-_NOISE = re.compile(r"```.*?```|!\[[^\]]*\]\([^)]*\)|https?://\S+", re.S)
+_NOISE = re.compile(r"```.*?```|!\[[^\]]*\]\([^)]*\)|https?://\S+", re.DOTALL)
 
 
 def auroc(positive: list[float], negative: list[float]) -> float | None:
