@@ -135,7 +135,8 @@ def bar(tasks, names: list[str]) -> dict[str, dict]:
 def _print_bar(effects: dict[str, dict]) -> None:
     print(f"{'switch':<30} default  changed right wrong    gain  repos right  verdict")
     for name, e in effects.items():
-        verdict = "clears the bar" if e["clears_bar"] else f"below the bar of {BAR}"
+        verdict = "clears the bar" if e["clears_bar"] else f"below the bar of {BAR}" \
+            if len(e["repos_right"]) < BAR else "no gain in balanced accuracy"
         if not e["changed"]:
             verdict = "changes no answer here"
         if name in rules.BY_DESIGN:
