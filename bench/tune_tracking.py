@@ -13,9 +13,8 @@ all tasks) are printed beside them only to show how much fitting would flatter.
 A rule found by reading errors goes on only when it is right in at least ``BAR`` repositories
 and raises balanced accuracy (``--bar``): flipped one at a time from the defaults, the pairs
 whose answer a switch changes are counted, and the switch's "on" is backed by the repositories
-where it turns answers right. Cross-validation
-alone cannot see a rule fitted to one repository: with that repository held out, the other
-folds tie, and the tie keeps the default.
+where it turns answers right. Cross-validation alone cannot see a rule fitted to one
+repository: with that repository held out, the other folds tie, and the tie keeps the default.
 
 Measured with the deterministic tracker alone (``bench.tracking``), no LLM.
 """
