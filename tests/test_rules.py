@@ -80,6 +80,19 @@ def test_the_subject_is_the_code_a_comment_names():
     assert read_subject("```suggestion\n    x = 1\n```").suggestion == ["    x = 1"]
 
 
+@pytest.mark.parametrize(("body", "kind"), [
+    ("테스트 코드를 추가해 주세요", "tests"), ("请补充测试", "tests"), ("Добавьте тесты", "tests"),
+    ("Agregue pruebas unitarias", "tests"), ("주석을 달아주세요", "docs"), ("请更新文档", "docs"),
+    ("변경 이력을 남겨 주세요", "changelog"),
+])
+def test_the_kind_of_request_is_read_in_other_languages_too(body, kind):
+    assert read_subject(body).kinds == {kind}
+
+
+def test_words_that_only_contain_a_kind_do_not_ask_for_it():
+    assert read_subject("Use `latest` here, and the contest rules").kinds == set()
+
+
 def test_a_rename_on_the_line_leaves_the_flagged_construct_in_place():
     old = {"Slider.java": JAVA}
     new = {"Slider.java": JAVA.replace("        selectedValue.ValueChanged -= onChange;",

@@ -33,12 +33,15 @@ _FORMAT = re.compile(
 )
 _KINDS = {
     "docs": re.compile(r"\b(doc|docs|documentation|document|documented|readme|docstrings?|"
-                       r"javadoc|jsdoc|doc ?comments?|code comments?)\b", re.IGNORECASE),
+                       r"javadoc|jsdoc|doc ?comments?|code comments?)\b"
+                       r"|문서|주석|文档|注释|ドキュメント|документаци\w*|documentaci[oó]n|"
+                       r"documenta[cç][aã]o", re.IGNORECASE),
     "lint": re.compile(r"\b(lint\w*|eslint|flake8|ruff|prettier|checkstyle|formatt\w*|"
                        r"code style)\b", re.IGNORECASE),
-    "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b", re.IGNORECASE),
+    "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b"
+                        r"|테스트|测试|テスト|\bтест\w*|\bpruebas?\b|\btestes\b", re.IGNORECASE),
     "changelog": re.compile(r"\b(change ?log|changelog|release ?notes?|news ?(entry|fragment)|"
-                            r"towncrier)\b", re.IGNORECASE),
+                            r"towncrier)\b|변경\s*(이력|로그)|更新日志|变更日志", re.IGNORECASE),
 }
 _ENGLISH = {
     "the", "this", "that", "and", "for", "with", "not", "are", "was", "should", "here", "can",
