@@ -9,6 +9,12 @@ all tasks) are printed beside them only to show how much fitting would flatter.
 
     python -m bench.tune_tracking --tasks ../shared/data/mcr-dev ../shared/data/mcr-dev-extra
     python -m bench.tune_tracking --tasks ... --bar   # which switches clear the 3-repository bar
+    python -m bench.tune_tracking --tasks ... --thresholds   # the rules' numeric thresholds
+
+Thresholds (``THRESHOLDS``: how wide a selection is a region, how near an edit is "next to"
+the anchor, how alike two files are one file renamed, ...) are chosen the same way: each
+candidate value is replayed once, and each held-out repository is scored with the value that
+is best on the others (a tie keeps the default, then the value nearest it).
 
 A rule found by reading errors goes on only when it is right in at least ``BAR`` repositories
 and raises balanced accuracy (``--bar``): flipped one at a time from the defaults, the pairs
@@ -25,8 +31,9 @@ import argparse
 import itertools
 import json
 from collections import defaultdict
+from fractions import Fraction
 
-from tracker import rules
+from tracker import anchors, decide, rules
 
 from .metrics import TrackPair, live_class, tracking_scores
 from .tasks import load_tasks
@@ -80,6 +87,78 @@ def cross_validate(tasks, names: list[str]) -> dict:
         "switch_votes": {n: f"{v}/{len(repos)} folds on" for n, v in votes.items()},
         "repositories": len(repos),
     }
+
+
+#: the thresholds the rules decide by: name -> (module, attribute, candidate values)
+THRESHOLDS: dict[str, tuple[object, str, tuple]] = {
+    "WIDE_RANGE": (rules, "WIDE_RANGE", (3, 4, 5, 6, 8, 10, 10**6)),
+    "ENOUGH_OF_WIDE": (rules, "ENOUGH_OF_WIDE",
+                       (Fraction(1, 5), Fraction(1, 4), Fraction(1, 3), Fraction(1, 2),
+                        Fraction(2, 3))),
+    "SUGGESTION_WINDOW": (rules, "SUGGESTION_WINDOW", (3, 5, 10, 20, 50)),
+    "MAX_SCOPE_LINES": (rules, "MAX_SCOPE_LINES", (100, 200, 400, 800, 10**6)),
+    "NEARBY_LINES": (anchors, "NEARBY_LINES", (0, 1, 2, 3)),
+    "RENAME_SIMILARITY": (anchors, "RENAME_SIMILARITY", (0.3, 0.4, 0.5, 0.6, 0.7)),
+    "UNDO_SIMILARITY": (decide, "UNDO_SIMILARITY", (0.4, 0.5, 0.6, 0.7, 0.8)),
+}
+
+
+def tune_threshold(tasks, name: str) -> dict:
+    """Leave-one-repository-out choice of one threshold among its candidate values."""
+    module, attribute, values = THRESHOLDS[name]
+    default = getattr(module, attribute)
+    runs: dict = {}
+    try:
+        for value in values:
+            setattr(module, attribute, value)
+            runs[value] = _pairs_by_repo(tasks)
+    finally:
+        setattr(module, attribute, default)
+    return choose_by_fold(runs, default)
+
+
+def choose_by_fold(runs: dict, default) -> dict:
+    """From the pairs by repository under each candidate value (``runs[value][repo]``): the
+    held-out scores when each repository gets the value best on the others, how many folds
+    chose each value, and the pooled balanced accuracy of each. A tie keeps the default, then
+    the value nearest it."""
+    values = list(runs)
+    rank = sorted(values, key=lambda v: (v != default, abs(float(v) - float(default))))
+
+    def best(score) -> object:
+        return max(values, key=lambda v: (round(score(v), 9), -rank.index(v)))
+
+    repos = sorted(next(iter(runs.values())))
+    held_out: list[TrackPair] = []
+    votes: dict = defaultdict(int)
+    for repo in repos:
+        chosen = best(lambda v, repo=repo: _score(
+            [p for r, ps in runs[v].items() if r != repo for p in ps]))
+        votes[chosen] += 1
+        held_out.extend(runs[chosen][repo])
+    pooled = {v: _score([p for ps in runs[v].values() for p in ps]) for v in values}
+    return {
+        "default": _shown(default),
+        "cross_validated": tracking_scores(held_out),
+        "fitted": _shown(best(lambda v: pooled[v])),
+        "balanced_by_value": {_shown(v): round(pooled[v], 4) for v in values},
+        "votes": {_shown(v): votes[v] for v in values if votes[v]},
+        "repositories": len(repos),
+    }
+
+
+def _shown(value) -> str | float | int:
+    return str(value) if isinstance(value, Fraction) else value
+
+
+def _print_thresholds(results: dict[str, dict]) -> None:
+    for name, r in results.items():
+        s = r["cross_validated"]
+        by_value = ", ".join(f"{v}: {b:.3f}" for v, b in r["balanced_by_value"].items())
+        votes = ", ".join(f"{v} in {n}" for v, n in r["votes"].items())
+        print(f"{name}: default {r['default']}; held-out folds chose {votes} (of "
+              f"{r['repositories']}); cross-validated balanced {s['balanced_accuracy']:.3f}")
+        print(f"    pooled balanced by value: {by_value}")
 
 
 BAR = 3  # a rule must be right in this many repositories before it is on by default
@@ -157,13 +236,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bar", action="store_true",
                         help=f"instead of tuning: each switch's effect alone, and whether it is "
                              f"right in at least {BAR} repositories")
+    parser.add_argument("--thresholds", nargs="*", default=None, metavar="NAME",
+                        help=f"instead of switches: choose these thresholds (default: all of "
+                             f"{', '.join(THRESHOLDS)})")
     args = parser.parse_args(argv)
+    if args.thresholds is not None:
+        unknown = set(args.thresholds) - set(THRESHOLDS)
+        if unknown:
+            parser.error(f"unknown thresholds: {', '.join(sorted(unknown))}")
     unknown = set(args.switches) - set(rules.SWITCHES)
     if unknown:
         parser.error(f"unknown switches: {', '.join(sorted(unknown))}")
     tasks, errors = load_tasks(args.tasks)
     for error in errors:
         print(f"skipped: {error}")
+    if args.thresholds is not None:
+        results = {n: tune_threshold(tasks, n) for n in args.thresholds or THRESHOLDS}
+        if args.json:
+            print(json.dumps(results, indent=2))
+        else:
+            _print_thresholds(results)
+        return 0
     if args.bar:
         effects = bar(tasks, args.switches)
         if args.json:

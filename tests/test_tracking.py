@@ -222,3 +222,37 @@ def test_rule_usage_counts_live_pairs_per_deciding_rule_and_repository(capsys):
     row = next(line for line in capsys.readouterr().out.splitlines()
                if line.startswith("anchor-modified"))
     assert row.split()[1:] == ["4", "4", "2", "2"]
+
+
+def test_a_threshold_is_chosen_per_held_out_repository_by_hand():
+    from bench.metrics import TrackPair
+    from bench.tune_tracking import choose_by_fold
+
+    def pair(task, gold, answer):
+        return TrackPair(task, "D1", 2, "New", gold, answer)
+
+    # Value 6 (the default) answers every pair Open; value 3 resolves a/ (gold Resolved) and
+    # b/ (gold Resolved) but also c/ (gold Open). Pooled: with 6, Open 1/1, Resolved 0/2 ->
+    # 0.5; with 3, Open 0/1, Resolved 2/2 -> 0.5: a tie, so the fitted value is the default.
+    six = {"a": [pair("a", "Resolved", "Open")], "b": [pair("b", "Resolved", "Open")],
+           "c": [pair("c", "Open", "Open")]}
+    three = {"a": [pair("a", "Resolved", "Resolved")], "b": [pair("b", "Resolved", "Resolved")],
+             "c": [pair("c", "Open", "Resolved")]}
+    result = choose_by_fold({6: six, 3: three}, 6)
+    assert result["balanced_by_value"] == {6: 0.5, 3: 0.5} and result["fitted"] == 6
+    # Holding out a/: on b/ and c/, 6 scores 0.5 (Open 1/1, Resolved 0/1) and 3 scores 0.5
+    # (0/1, 1/1): tie, the default 6; a/ is then wrong. Same for b/. Holding out c/: on a/
+    # and b/ (no Open pair) 6 scores 0.0 and 3 scores 1.0, so 3; c/ is then wrong too.
+    assert result["votes"] == {6: 2, 3: 1}
+    assert result["cross_validated"]["state_accuracy"] == 0.0
+
+
+def test_threshold_tuning_replays_each_value_and_restores_the_default():
+    from bench.tune_tracking import THRESHOLDS, tune_threshold
+    from tracker import rules
+
+    tasks, _ = load_tasks([EXAMPLES])
+    result = tune_threshold(tasks, "WIDE_RANGE")
+    assert rules.WIDE_RANGE == 6 and result["default"] == 6
+    assert set(result["balanced_by_value"]) == set(THRESHOLDS["WIDE_RANGE"][2])
+    assert sum(result["votes"].values()) == result["repositories"] == 2

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 
 from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, find_code, normalise
@@ -473,6 +474,7 @@ def focus_changed(case: Case) -> Ruling | None:
 
 
 WIDE_RANGE = 6  # a selection this long is a region; a small edit inside it is not its fix
+ENOUGH_OF_WIDE = Fraction(1, 3)  # the share of a wide range's lines an edit must remove
 
 
 def _enough_of(case: Case, m: Mapped) -> bool:
@@ -480,7 +482,7 @@ def _enough_of(case: Case, m: Mapped) -> bool:
     range counts, but in a wide one (a reviewer selecting a whole block) a third of its
     non-blank lines must go."""
     size = len(normalise(case.range_code))
-    return size < WIDE_RANGE or 3 * len(normalise(m.removed)) >= size
+    return size < WIDE_RANGE or len(normalise(m.removed)) >= ENOUGH_OF_WIDE * size
 
 
 def range_changed(case: Case) -> Ruling | None:
