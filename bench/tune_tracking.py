@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from fractions import Fraction
 
 from tracker import anchors, decide, rules
@@ -57,6 +57,21 @@ def _kept(combo: tuple[bool, ...], names: list[str], defaults: dict[str, bool]) 
     return sum(value == defaults[name] for name, value in zip(names, combo))
 
 
+def _loro(runs: dict, prefer) -> tuple[list[TrackPair], dict, object]:
+    """Leave-one-repository-out over candidate settings, ``runs[setting][repo]`` being the
+    pairs of a repository under a setting: each repository gets the setting that scores best
+    on the others (ties go to the greatest ``prefer(setting)``). Returns the held-out pairs,
+    the setting chosen per repository, and the setting best on all of them (the fitted one)."""
+    repos = sorted(next(iter(runs.values())))
+
+    def best(held_out_repo=None):
+        return max(runs, key=lambda v: (_score([p for r, ps in runs[v].items()
+                                                if r != held_out_repo for p in ps]), prefer(v)))
+
+    chosen = {repo: best(repo) for repo in repos}
+    return [p for repo in repos for p in runs[chosen[repo]][repo]], chosen, best()
+
+
 def cross_validate(tasks, names: list[str]) -> dict:
     """Held-out and fitted tracking scores over every combination of the named switches."""
     saved = dict(rules.SWITCHES)
@@ -68,17 +83,9 @@ def cross_validate(tasks, names: list[str]) -> dict:
     finally:
         rules.SWITCHES.clear()
         rules.SWITCHES.update(saved)
-    repos = sorted(next(iter(runs.values())))
-    held_out: list[TrackPair] = []
-    chosen: dict[str, dict[str, bool]] = {}
-    for repo in repos:
-        def train(combo, repo=repo):
-            return _score([p for r, ps in runs[combo].items() if r != repo for p in ps])
-        best = max(runs, key=lambda c: (train(c), _kept(c, names, saved)))
-        chosen[repo] = dict(zip(names, best))
-        held_out.extend(runs[best][repo])
-    fitted = max(runs, key=lambda c: (_score([p for ps in runs[c].values() for p in ps]),
-                                      _kept(c, names, saved)))
+    held_out, picks, fitted = _loro(runs, lambda c: _kept(c, names, saved))
+    chosen = {repo: dict(zip(names, combo)) for repo, combo in picks.items()}
+    repos = sorted(picks)
     votes = {n: sum(c[n] for c in chosen.values()) for n in names}
     return {
         "cross_validated": tracking_scores(held_out),
@@ -124,26 +131,16 @@ def choose_by_fold(runs: dict, default) -> dict:
     the value nearest it."""
     values = list(runs)
     rank = sorted(values, key=lambda v: (v != default, abs(float(v) - float(default))))
-
-    def best(score) -> object:
-        return max(values, key=lambda v: (round(score(v), 9), -rank.index(v)))
-
-    repos = sorted(next(iter(runs.values())))
-    held_out: list[TrackPair] = []
-    votes: dict = defaultdict(int)
-    for repo in repos:
-        chosen = best(lambda v, repo=repo: _score(
-            [p for r, ps in runs[v].items() if r != repo for p in ps]))
-        votes[chosen] += 1
-        held_out.extend(runs[chosen][repo])
-    pooled = {v: _score([p for ps in runs[v].values() for p in ps]) for v in values}
+    held_out, chosen, fitted = _loro(runs, lambda v: -rank.index(v))
+    votes = Counter(chosen.values())
     return {
         "default": _shown(default),
         "cross_validated": tracking_scores(held_out),
-        "fitted": _shown(best(lambda v: pooled[v])),
-        "balanced_by_value": {_shown(v): round(pooled[v], 4) for v in values},
+        "fitted": _shown(fitted),
+        "balanced_by_value": {_shown(v): round(_score([p for ps in runs[v].values()
+                                                       for p in ps]), 4) for v in values},
         "votes": {_shown(v): votes[v] for v in values if votes[v]},
-        "repositories": len(repos),
+        "repositories": len(chosen),
     }
 
 
