@@ -8,8 +8,9 @@ apart from the rules that use it. It is tested against phrases that must not cou
 about *code* comments ("Remove outdated comment", "Fix `@see` doc comment") or a product
 feature named "review" ("Add review model").
 
-Messages are untrusted text: they are matched, never followed. Trailers such as
-``Reviewed-by:`` say who reviewed, not that a review was answered, and are dropped first.
+Messages are untrusted text: they are matched, never followed. Only a message's first line is
+read, as the round keeps it (``tracker.discussion.first_lines``): the body and its trailers
+("Reviewed-by: ...", which says who reviewed, not that a review was answered) are not.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from __future__ import annotations
 import re
 
 MAX_MESSAGE = 4_000  # a longer message is read up to here
-
-_TRAILER = re.compile(r"^[A-Za-z-]+-by:.*$", re.MULTILINE)
 
 _REVIEW = r"(?:code[- ]?reviews?|reviews?|feedback|suggestions?|requested changes?)"
 _ASKED = r"(?:feedback|suggestions?|requested changes?|review (?:comments?|feedback))"
@@ -69,10 +68,10 @@ _PATTERNS = [
     r"\b(?:review|anmerkungen|kommentare|feedback)\s+(?:eingearbeitet|umgesetzt)",
 ]
 _ADDRESSES_REVIEW = re.compile("|".join(f"(?:{p})" for p in _PATTERNS),
-                               re.IGNORECASE | re.MULTILINE)
+                               re.IGNORECASE)
 
 
 def addresses_review(message: str) -> bool:
     """Whether ``message`` says its commit answers the review."""
-    text = _TRAILER.sub("", message[:MAX_MESSAGE])
-    return _ADDRESSES_REVIEW.search(text) is not None
+    first = message[:MAX_MESSAGE].split("\n", 1)[0]
+    return _ADDRESSES_REVIEW.search(first) is not None
