@@ -373,6 +373,11 @@ def test_no_missing_tests_when_tests_change_or_only_docs_or_comments():
     ("osu.Framework.Tests/Visual/TestScene.cs", True), ("test-d/a.ts", True),
     ("src/latest/a.py", False), ("src/contest.py", False), ("pkg/testing_utils.py", False),
     ("src/main/java/a/Tester.java", False),
+    ("tests/test_parse.c", True), ("base/strings_unittest.cc", True), ("src/VecTest.cpp", True),
+    ("AppTests/LoginTests.swift", True), ("lib/a_test.dart", True), ("test/a_test.exs", True),
+    ("test/test_model.rb", True), ("cypress/e2e/login.cy.ts", True), ("pkg/io_tests.py", True),
+    ("src/api/OpenApiSpec.java", False), ("src/main/kotlin/a/ApiSpec.kt", True),
+    ("src/protest.c", False),
 ])
 def test_is_test_path(path, expected):
     assert is_test_path(path) is expected

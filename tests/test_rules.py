@@ -83,14 +83,24 @@ def test_the_subject_is_the_code_a_comment_names():
 @pytest.mark.parametrize(("body", "kind"), [
     ("테스트 코드를 추가해 주세요", "tests"), ("请补充测试", "tests"), ("Добавьте тесты", "tests"),
     ("Agregue pruebas unitarias", "tests"), ("주석을 달아주세요", "docs"), ("请更新文档", "docs"),
-    ("변경 이력을 남겨 주세요", "changelog"),
+    ("변경 이력을 남겨 주세요", "changelog"), ("変更履歴を追加してください", "changelog"),
+    ("Добавьте запись в журнал изменений", "changelog"),
 ])
 def test_the_kind_of_request_is_read_in_other_languages_too(body, kind):
     assert read_subject(body).kinds == {kind}
 
 
+@pytest.mark.parametrize("body", [
+    "Please add a changeset.", "Needs a news fragment", "Add a newsfragment for towncrier",
+    "Could you add an entry to CHANGES.rst?", "Mention it in the release notes",
+])
+def test_the_change_log_is_asked_for_in_the_common_tools_words(body):
+    assert read_subject(body).kinds == {"changelog"}
+
+
 def test_words_that_only_contain_a_kind_do_not_ask_for_it():
     assert read_subject("Use `latest` here, and the contest rules").kinds == set()
+    assert read_subject("The history of this function changes here").kinds == set()
 
 
 def test_a_rename_on_the_line_leaves_the_flagged_construct_in_place():

@@ -10,18 +10,23 @@ import re
 from pathlib import PurePosixPath
 
 _TEST_NAME = re.compile(
-    r"^(test_.+\.py|.+_test\.py|tests?\.py|conftest\.py"
-    r"|.+Tests?\.(java|cs|kt|scala|groovy)|.+IT\.java"
-    r"|.+\.(test|spec|test-d)\.[cm]?[jt]sx?|.+_(test|spec)\.(go|rb|js|ts|rs|php)"
-    r"|.+Test\.php)$"
+    r"^(test_.+\.py|.+_tests?\.py|tests?\.py|conftest\.py"
+    r"|.+Tests?\.(java|cs|kt|scala|groovy)|.+IT\.(java|kt)|.+Spec\.(groovy|kt|scala)"
+    r"|.+\.(test|spec|test-d|e2e|e2e-spec|cy)\.[cm]?[jt]sx?"
+    r"|.+_(test|spec)\.(go|rb|js|ts|rs|php|dart|exs|lua)|test_.+\.rb|.+Test\.php"
+    r"|test_.+\.(c|cc|cpp|cxx)|.+_(test|tests|unittest)\.(c|cc|cpp|cxx)"
+    r"|.+Tests?\.(cpp|cc|swift|m|mm))$"
 )
 _TEST_DIRS = {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "test-d",
-              "e2e", "testdata", "test_data", "fixtures", "androidtest", "unittests"}
+              "e2e", "testdata", "test_data", "fixtures", "androidtest", "unittests",
+              "cypress", "playwright"}
 _TEST_DIR = re.compile(r"(?:^|[._-])(?i:tests?|specs?)$|[a-z0-9]Tests?$")
 
 
 def is_test_path(path: str) -> bool:
-    """Whether a path is a test file by the usual conventions of our five languages."""
+    """Whether a path is a test file by the usual conventions of the common languages
+    (Python, Java/Kotlin/Scala, C#, JavaScript/TypeScript, Go, Rust, Ruby, PHP, C/C++, Swift,
+    Dart, Elixir, Lua)."""
     p = PurePosixPath(path)
     if _TEST_NAME.match(p.name):
         return True
@@ -55,9 +60,32 @@ def is_generated_path(path: str, text: str | None = None) -> bool:
     return False
 
 
-_DOCS = re.compile(r"(\.(md|rst|txt|adoc)$|(^|/)(docs?|changelog|changes)/)", re.IGNORECASE)
+_DOC_FILE = re.compile(r"\.(md|mdx|rst|adoc|asciidoc|rdoc|textile|pod|rd)$", re.IGNORECASE)
+_DOC_DIR = re.compile(r"(^|/)(docs?|documentation|man|changelog|changes)/", re.IGNORECASE)
+_PROSE_NAME = re.compile(r"(^|/)(readme|news|changes|changelog|history|authors|contributing|"
+                         r"contributors|notice|todo)(\.txt)?$", re.IGNORECASE)
 
+# Where projects keep their change log, by the common tools' conventions: one file at any
+# level (CHANGELOG.md, packages/x/CHANGES.rst, HISTORY.md, NEWS), or a folder of entries at the
+# root or under docs/ (towncrier's changes/ and newsfragments/, changesets' .changeset/,
+# reno's releasenotes/notes/, changelog.d/). A folder of that name deeper in the source
+# (src/news/, app/history/) is code.
+_CHANGELOG = re.compile(
+    r"((^|/)(change[ _-]?log|changes|news|history|release[_-]?notes|whats[_-]?new)"
+    r"(\.(md|mdx|markdown|rst|txt|adoc))?$"
+    r"|^(docs?/)?(change[ _-]?logs?|changes|news|newsfragments|changelog\.d|\.changeset|"
+    r"\.changes|release[_-]?notes|releasenotes|unreleased)/)",
+    re.IGNORECASE,
+)
 
 
 def is_docs_path(path: str) -> bool:
-    return bool(_DOCS.search(path))
+    """Documentation: prose files (Markdown, reStructuredText, AsciiDoc...), anything under a
+    docs folder, and the usual prose names (README, NEWS...). A ``.txt`` file elsewhere is
+    not (requirements.txt, CMakeLists.txt)."""
+    return bool(_DOC_FILE.search(path) or _DOC_DIR.search(path) or _PROSE_NAME.search(path))
+
+
+def is_changelog_path(path: str) -> bool:
+    """A change log file or a folder of change log entries."""
+    return bool(_CHANGELOG.search(path))

@@ -32,7 +32,7 @@ from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, find_code, no
 from .diffindex import changed_tokens, changes, files_holding
 from .lifecycle import State
 from .models import Defect, Signal, SignalKind
-from .paths import is_docs_path, is_test_path
+from .paths import is_changelog_path, is_docs_path, is_test_path
 from .review_commits import addresses_review
 from .roundcache import per_text
 from .scope import definition, enclosing, file_tokens, lines_of, tokens
@@ -666,8 +666,7 @@ _KIND_OF_PATH = {
     "docs": lambda p: is_docs_path(p),
     "lint": lambda p: not is_docs_path(p),
     "tests": lambda p: is_test_path(p),
-    "changelog": lambda p: bool(re.search(r"(^|/)(change ?log|changes|news|changelog\.d)"
-                                          r"(/|\.|$)", p, re.IGNORECASE)),
+    "changelog": lambda p: is_changelog_path(p),
 }
 
 

@@ -40,8 +40,12 @@ _KINDS = {
                        r"code style)\b", re.IGNORECASE),
     "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b"
                         r"|테스트|测试|テスト|\bтест\w*|\bpruebas?\b|\btestes\b", re.IGNORECASE),
-    "changelog": re.compile(r"\b(change ?log|changelog|release ?notes?|news ?(entry|fragment)|"
-                            r"towncrier)\b|변경\s*(이력|로그)|更新日志|变更日志", re.IGNORECASE),
+    "changelog": re.compile(r"\b(change ?logs?|release ?notes?|news ?(entry|entries|fragments?|"
+                            r"files?|items?)|newsfragments?|towncrier|changesets?|reno note|"
+                            r"what'?s new)\b|\b(changes|history)\.(md|rst|txt)\b"
+                            r"|변경\s*(이력|로그)|更新日志|变更日志|发布说明|変更履歴|リリースノート"
+                            r"|\bregistro de (cambios|altera[cç][oõ]es)\b|журнал\w* изменений",
+                            re.IGNORECASE),
 }
 _ENGLISH = {
     "the", "this", "that", "and", "for", "with", "not", "are", "was", "should", "here", "can",
