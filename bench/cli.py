@@ -7,9 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from .metrics import settled_ok
 from .tasks import TaskError, load_tasks
-from .tracking import replay_tasks, score_replays
+from .tracking import pair_records, replay_tasks, score_replays
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -80,6 +79,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                "repositories (a rule right in one repository only is suspect)")
     tracking.add_argument("--baseline", choices=["naive"],
                           help="also score the trivial tracker on the same pairs, side by side")
+    tracking.add_argument("--pairs", metavar="FILE",
+                          help="write every scored pair (live and settled) as JSON Lines: task, "
+                               "repository, defect, round, labels, answer, right or wrong, "
+                               "rule, evidence, confidence, the comment; '-' for stdout")
     tracking.set_defaults(func=cmd_tracking)
     context = bsub.add_parser(
         "context", help="measure what the LLM detection prompt shows, without an LLM",
@@ -154,17 +157,30 @@ def cmd_tracking(args) -> int:
         print(rule_table(replays))
     if args.errors:
         for replay in replays:
-            for pair in replay.pairs():
-                wrong_live = pair.live and (pair.answer == "Resolved") != (pair.gold == "Resolved")
-                wrong_settled = pair.settled and not settled_ok(pair)
-                if wrong_live or wrong_settled:
-                    key = replay.key_for(next(c for c in replay.task.defects
-                                              if c["id"] == pair.defect))
-                    why = replay.evidence.get(pair.round, {}).get(key, "")
-                    print(f"  {'live' if pair.live else 'settled'} {pair.task} {pair.defect} "
-                          f"round {pair.round}: gold {pair.gold}, answer {pair.answer} "
-                          f"({key}: {why[:160]})")
+            for r in pair_records(replay):
+                if not r["right"]:
+                    why = f"{r['rule']}: {r['evidence']}" if r["rule"] else ""
+                    print(f"  {'live' if r['live'] else 'settled'} {r['task']} {r['defect']} "
+                          f"round {r['round']}: gold {r['gold']}, answer {r['answer']} "
+                          f"({r['key']}: {why[:160]})")
+    if args.pairs:
+        write_pairs(args.pairs, [r for replay in replays for r in pair_records(replay)])
     return 0
+
+
+def write_pairs(target: str, records: list[dict]) -> None:
+    """Pair records as JSON Lines to a file (its folder made) or, for '-', to stdout."""
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if target == "-":
+        sys.stdout.write(lines)
+        return
+    path = Path(target)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(lines, encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"roundwise: cannot write {target}: {exc.strerror or exc}")
+    print(f"wrote {len(records)} pairs to {target}", file=sys.stderr)
 
 
 def rule_table(replays) -> str:

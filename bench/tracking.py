@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import DiffMap, excerpt, find_code, normalise
+from tracker.calibration import unsure
 from tracker.decide import RoundInput, decide_round
 from tracker.discussion import first_lines
 from tracker.intake import Comment, Outcome, take_comment
@@ -26,7 +27,7 @@ from tracker.interdiff import interdiff
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect
 
-from .metrics import TrackPair, tracking_scores
+from .metrics import TrackPair, live_class, settled_ok, tracking_scores
 from .tasks import Task
 
 
@@ -74,6 +75,40 @@ class Replay:
                 out.append(TrackPair(self.task.task_id, card["id"], t, before, gold, answer,
                                      self.confidence.get(t, {}).get(key) if key else None))
         return out
+
+
+MAX_RECORD_BODY = 2000  # characters of the comment kept in a pair record
+
+
+def pair_records(replay: Replay) -> list[dict]:
+    """Every scored pair of one replay as a plain record, for analysis outside the bench: the
+    labels, the answer and whether it is right (as the scores count it), the rule, its
+    evidence and confidence, and the comment that raised the defect."""
+    bodies = {e.get("id"): e.get("body") or "" for rnd in replay.task.rounds
+              for e in rnd.events if e.get("id") is not None}
+    cards = {c["id"]: c for c in replay.task.defects}
+    out = []
+    for pair in replay.pairs():
+        card = cards[pair.defect]
+        key = replay.key_for(card)
+        said = replay.evidence.get(pair.round, {}).get(key, "") if key else ""
+        rule, _, evidence = said.partition(": ")
+        if pair.live:
+            right = live_class(pair.answer) == live_class(pair.gold)
+        else:
+            right = settled_ok(pair)
+        first = (card.get("comment_ids") or [None])[0]
+        out.append({
+            "task": pair.task, "repo": replay.task.repo or replay.task.task_id,
+            "defect": pair.defect, "key": key, "round": pair.round,
+            "before": pair.before, "gold": pair.gold, "answer": pair.answer,
+            "live": pair.live, "right": right, "rule": rule or None,
+            "evidence": evidence or None, "confidence": pair.confidence,
+            "unsure": unsure(pair.confidence) if pair.confidence is not None else None,
+            "path": card.get("path"), "line": card.get("line_end") or card.get("line_start"),
+            "comment": bodies.get(first, "")[:MAX_RECORD_BODY],
+        })
+    return out
 
 
 def event_comment(event: dict) -> Comment | None:

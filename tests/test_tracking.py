@@ -256,3 +256,35 @@ def test_threshold_tuning_replays_each_value_and_restores_the_default():
     assert rules.WIDE_RANGE == 6 and result["default"] == 6
     assert set(result["balanced_by_value"]) == set(THRESHOLDS["WIDE_RANGE"][2])
     assert sum(result["votes"].values()) == result["repositories"] == 2
+
+
+def test_every_scored_pair_is_written_as_a_record(tmp_path, capsys):
+    out = tmp_path / "deep" / "pairs.jsonl"
+    assert main(["bench", "tracking", "--tasks", str(EXAMPLES), "--pairs", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    live = [r for r in records if r["live"]]
+    assert len(live) == 9 and all(r["right"] for r in records)  # the examples score 1.0
+    tests_added = next(r for r in records if r["task"] == "example-python-profile-cache"
+                       and r["defect"] == "D2" and r["round"] == 3)
+    assert (tests_added["gold"], tests_added["answer"], tests_added["rule"]) == \
+        ("Resolved", "Resolved", "tests-added")
+    assert tests_added["comment"] and 0 < tests_added["confidence"] <= 1
+    assert f"wrote {len(records)} pairs" in capsys.readouterr().err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit, match="cannot write"):
+        main(["bench", "tracking", "--tasks", str(EXAMPLES), "--pairs",
+              str(blocker / "pairs.jsonl")])
+
+
+def test_an_untracked_open_defect_is_a_wrong_record_as_the_scores_count_it():
+    from bench.tracking import pair_records
+
+    tasks, _ = load_tasks([EXAMPLES])
+    replay = next(r for r in replay_tasks(tasks) if r.task.task_id ==
+                  "example-python-profile-cache")
+    key = replay.key_for(next(c for c in replay.task.defects if c["id"] == "D2"))
+    del replay.answers[2][key]  # gold Open at round 2: no answer is wrong, not "not Resolved"
+    record = next(r for r in pair_records(replay) if r["defect"] == "D2" and r["round"] == 2)
+    assert (record["gold"], record["answer"], record["right"]) == ("Open", None, False)
+    assert score_replays([replay])["untracked"] == 1
