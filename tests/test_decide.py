@@ -1,5 +1,7 @@
 """Deterministic state decisions: each rule on a small real diff, plus verdict merging."""
 
+import pytest
+
 from bench.diffs import git_diff
 from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
 from tracker.lifecycle import State
@@ -136,23 +138,20 @@ def test_a_remark_about_the_changelog_is_resolved_by_a_changelog_change_only():
     assert (entry.state, entry.rule) == (State.RESOLVED, "remark-kind-changed")
 
 
-def test_the_change_log_is_found_where_the_common_tools_keep_it():
+@pytest.mark.parametrize("remark, answers, does_not", [
     # a changeset (JavaScript monorepos) answers a changelog remark; a news module does not
-    d = Defect(key="D1", description="Please add a changeset for this.", origin="human",
+    ("Please add a changeset for this.", ".changeset/brave-dogs.md", "src/news/feed.js"),
+    # a requirements file is not documentation; a guide page in MDX is
+    ("Please document the new option.", "website/guide/options.mdx", "requirements.txt"),
+])
+def test_the_kind_of_file_a_remark_asks_for_is_read_by_the_common_conventions(
+        remark, answers, does_not):
+    d = Defect(key="D1", description=remark, origin="human",
                state=State.NEW, raised_round=1, state_round=1)
-    entry = decide(d, BASE, files={".changeset/brave-dogs.md": "---\nx: patch\n---\n"})
+    entry = decide(d, BASE, files={answers: "Some text.\n"})
     assert (entry.state, entry.rule) == (State.RESOLVED, "remark-kind-changed")
-    code = decide(d, BASE, files={"src/news/feed.js": "export const feed = 1;\n"})
-    assert (code.state, code.rule) == (State.OPEN, "remark-kind-unchanged")
-
-
-def test_a_requirements_file_is_not_documentation():
-    d = Defect(key="D1", description="Please document the new option.", origin="human",
-               state=State.NEW, raised_round=1, state_round=1)
-    pinned = decide(d, BASE, files={"requirements.txt": "requests==2.32\n"})
-    assert (pinned.state, pinned.rule) == (State.OPEN, "remark-kind-unchanged")
-    guide = decide(d, BASE, files={"website/guide/options.mdx": "# Options\n"})
-    assert (guide.state, guide.rule) == (State.RESOLVED, "remark-kind-changed")
+    other = decide(d, BASE, files={does_not: "Some text.\n"})
+    assert (other.state, other.rule) == (State.OPEN, "remark-kind-unchanged")
 
 
 def test_ignored_defects_get_no_decision():
