@@ -443,3 +443,60 @@ def test_a_remark_about_a_word_naming_a_type_this_round_removed_is_resolved(swit
     kept = NUMERIC.replace("T : Positive<T>", "T : Positive<T> // zero included")
     assert decide(remark, {"source/numeric.d.ts": NUMERIC},
                   {"source/numeric.d.ts": kept}).state is State.OPEN
+
+
+LISTENER = ("class Listener {\n    Listener(Config config) {\n        super(config);\n    }\n"
+            "\n\n    @Override\n    void onMessage(Event event) {\n        handle(event);\n"
+            "    }\n}\n")  # lines 5-6: two blank lines after the constructor
+
+
+def test_a_request_to_remove_a_blank_line_is_met_only_when_it_is_gone(switched_on):
+    switched_on("blank_lines")  # below the bar (2 repositories), off by default
+    # TJ-Bot-518: "extra blank line" on the second blank line; the round rewrote the
+    # constructor above (the function around the comment changed), the two blank lines stood
+    d = comment_defect("extra blank line", "Listener.java", 6, old=LISTENER)
+    javadoc = LISTENER.replace("    Listener(Config config) {\n",
+                               "    /** Creates one. */\n    Listener(Config config) {\n")
+    kept = decide(d, {"Listener.java": LISTENER}, {"Listener.java": javadoc})
+    assert (kept.state, kept.rule) == (State.OPEN, "blank-line-unchanged"), kept
+    gone = javadoc.replace("    }\n\n\n    @Override", "    }\n\n    @Override")
+    fixed = decide(d, {"Listener.java": LISTENER}, {"Listener.java": gone})
+    assert (fixed.state, fixed.rule) == (State.RESOLVED, "blank-line-fixed"), fixed
+    assert "2 stood there, 1 now" in fixed.evidence
+    # the same words on a line with code on it are about the code: other rules decide
+    on_code = comment_defect("extra blank line", "Listener.java", 9, old=LISTENER)
+    edited = LISTENER.replace("handle(event);", "handle(event, true);")
+    assert decide(on_code, {"Listener.java": LISTENER}, {"Listener.java": edited}).rule == \
+        "anchor-modified"
+
+
+def test_a_request_for_a_missing_blank_line_is_met_when_one_is_added_next_to_it(switched_on):
+    switched_on("blank_lines")
+    # beets-3334: "the missing blank line above this one", fixed by inserting it above
+    old = "class T:\n    def a(self):\n        check(1)\n    def b(self):\n        check(2)\n"
+    d = comment_defect("Travis will complain about the missing blank line above this one.",
+                       "t.py", 4, old=old)
+    added = old.replace("check(1)\n    def b", "check(1)\n\n    def b")
+    fixed = decide(d, {"t.py": old}, {"t.py": added})
+    assert (fixed.state, fixed.rule) == (State.RESOLVED, "blank-line-fixed"), fixed
+    elsewhere = old + "\n\ndef c():\n    pass\n"
+    still = decide(d, {"t.py": old}, {"t.py": elsewhere})
+    assert (still.state, still.rule) == (State.OPEN, "blank-line-unchanged"), still
+
+
+def test_blank_line_requests_are_read_from_short_comments_only():
+    from tracker.subject import read_subject
+
+    cases = {
+        "extra blank line": "extra",
+        "empty line in the middle of the flow": "extra",
+        "Looks like a stray blank line got added here.": "extra",
+        "nit: please add an empty line here": "missing",
+        "A blank line is missing before the return": "missing",
+        "Missing newline at end of file": None,  # the final newline: not a blank line
+        "No blank line at the end of the file, please.": None,
+        "Use a constant here": None,
+        "This should skip an empty line in the input. " * 6: None,  # long: about the code
+    }
+    for body, want in cases.items():
+        assert read_subject(body).blank_lines == want, body

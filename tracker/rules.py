@@ -320,6 +320,71 @@ def whitespace_only(case: Case) -> Ruling | None:
                   "lines", 0.75)
 
 
+def _blank_run(text: str | None, line: int) -> tuple[int, int] | None:
+    """The run of blank lines (1-based, inclusive) that line ``line`` of a text is in, or None
+    when that line is not blank."""
+    lines = (text or "").split("\n")
+    if not 1 <= line <= len(lines) or lines[line - 1].strip():
+        return None
+    start = end = line
+    while start > 1 and not lines[start - 2].strip():
+        start -= 1
+    while end < len(lines) and not lines[end].strip():
+        end += 1
+    return start, end
+
+
+def blank_lines(case: Case) -> Ruling | None:
+    """The comment asks to remove the blank line it sits on, or to add a missing one next to
+    the lines it is on: the blank lines there, before and after the round, are the evidence."""
+    want, m = case.subject.blank_lines, case.mapped
+    if want is None or m is None or m.anchor is None or case.focus_line is None:
+        return None
+    where = f"{m.anchor.path}:{m.anchor.start}"
+    if want == "missing":
+        added = changes(case.diff, m.anchor.path).by_line
+        at = [n for n in range(m.anchor.start - 1, m.anchor.end + 2)
+              if n in added and not added[n].strip()]
+        if at:
+            return Ruling(State.RESOLVED, "blank-line-fixed", f"the comment asks for a blank "
+                          f"line, and one was added at {m.anchor.path}:{at[0]}", 0.8)
+        return Ruling(State.OPEN, "blank-line-unchanged", f"the comment asks for a blank line, "
+                      f"and none was added next to {where}", 0.75)
+    run = _blank_run(case.old_text, case.focus_line)
+    if run is None:
+        return None  # "an empty line" said of a line with code on it is about the code
+    now = _blank_run_now(case, run, m.anchor.start)
+    if now is None:
+        return None  # the code around the blank lines was rewritten: no evidence either way
+    was = run[1] - run[0] + 1
+    if now < was:
+        return Ruling(State.RESOLVED, "blank-line-fixed", f"the comment asks to remove a blank "
+                      f"line: {was} stood there, {now} now ({where})", 0.8)
+    return Ruling(State.OPEN, "blank-line-unchanged", f"the comment asks to remove a blank "
+                  f"line, and the {was} blank line(s) at {where} still stand", 0.75)
+
+
+def _blank_run_now(case: Case, run: tuple[int, int], near: int) -> int | None:
+    """How many blank lines now stand between the code that was just below a run of blank
+    lines and the code just above it: found by its text near ``near`` (a diff may pair blank
+    lines differently), the code below first. None when neither is found close by."""
+    old = (case.old_text or "").split("\n")
+    new = (case.new_text or "").split("\n")
+    below = find_code(case.new_text, old[run[1]:run[1] + 2], near=near)
+    if below is not None and abs(below[0] - near) <= SUGGESTION_WINDOW:
+        n = below[0] - 1
+        while n >= 1 and not new[n - 1].strip():
+            n -= 1
+        return below[0] - 1 - n
+    above = find_code(case.new_text, old[max(run[0] - 3, 0):run[0] - 1], near=near)
+    if above is not None and abs(above[1] - near) <= SUGGESTION_WINDOW:
+        n = above[1] + 1
+        while n <= len(new) and not new[n - 1].strip():
+            n += 1
+        return n - above[1] - 1
+    return None
+
+
 def _rewrapped(case: Case) -> bool:
     """Re-indented lines with a new line opening a block just above them."""
     m = case.mapped
@@ -568,6 +633,7 @@ LIVE_RULES: list[Rule] = [
     tests_added,
     tests_cover_subject,
     whitespace_only,
+    blank_lines,
     subject_removed,
     subject_introduced,
     asked_for,
@@ -788,6 +854,7 @@ SWITCHES: dict[str, bool] = {
     "remark_named_in_changes": False,  # 1, 1, 1
     "still_standing": False,  # 2, 2, 1
     "asked_for": False,  # 1, 1, 1
+    "blank_lines": False,  # 3, 3, 2
 }
 
 # The switches on by design, not by the bar: evidence the tracking issue names.

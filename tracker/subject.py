@@ -31,6 +31,27 @@ _FORMAT = re.compile(
     r"style)\b",
     re.IGNORECASE,
 )
+# A request about blank lines themselves: one too many (the default) or one missing. Short
+# comments only: a long one that mentions a blank line in passing is about something else.
+_BLANK_LINE = re.compile(r"\b(blank|empty|stray)[ -]?lines?\b", re.IGNORECASE)
+_BLANK_MISSING = re.compile(
+    r"\b(missing|add|adding|insert|needs?|requires?|put|leave|keep)\b(\W+\w+){0,2}\W+"
+    r"(blank|empty)[ -]?lines?\b|\b(blank|empty)[ -]?lines?\W+(is\W+)?"
+    r"(missing|needed|required)\b", re.IGNORECASE)
+_END_OF_FILE = re.compile(r"\b(end of (the )?file|EOF|final|trailing)\b", re.IGNORECASE)
+MAX_BLANK_REQUEST = 200  # characters: a blank-line nit is short
+
+
+def blank_line_request(prose: str) -> str | None:
+    """Whether a comment asks about blank lines: "extra" (remove one), "missing" (add one),
+    or None (not about blank lines, or about the file's final newline)."""
+    text = prose.strip()
+    if len(text) > MAX_BLANK_REQUEST or not _BLANK_LINE.search(text) or \
+            _END_OF_FILE.search(text):
+        return None
+    return "missing" if _BLANK_MISSING.search(text) else "extra"
+
+
 _KINDS = {
     "docs": re.compile(r"\b(doc|docs|documentation|document|documented|readme|docstrings?|"
                        r"javadoc|jsdoc|doc ?comments?|code comments?)\b"
@@ -72,6 +93,7 @@ class Subject:
     words: set[str] = field(default_factory=set)  # every meaningful word, for matching code
     suggestion: list[str] | None = None
     about_format: bool = False
+    blank_lines: str | None = None  # "extra" or "missing": the request is about blank lines
     kinds: set[str] = field(default_factory=set)  # kinds of file it asks about: docs, tests...
 
     def on(self, code_tokens) -> set[str]:
@@ -110,4 +132,5 @@ def read_subject(body: str | None) -> Subject:
     words = {w for w in _WORD.findall(prose) if len(w) > 2 and w.lower() not in _ENGLISH}
     kinds = {kind for kind, pattern in _KINDS.items() if pattern.search(prose)}
     return Subject(named=named, quoted=quoted, words=words | named, suggestion=proposed,
-                   about_format=bool(_FORMAT.search(prose)), kinds=kinds)
+                   about_format=bool(_FORMAT.search(prose)), kinds=kinds,
+                   blank_lines=blank_line_request(prose))
