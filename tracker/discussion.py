@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from . import reply_words as other
 from .models import Finding, Origin, SignalKind
 from .suggestions import suggestion  # noqa: F401 - read here by the rules and the bench
 
@@ -17,12 +18,21 @@ _QUOTE = re.compile(r"^>.*$", re.MULTILINE)
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _SUGGESTION = re.compile(r"```suggestion\b", re.IGNORECASE)
 
-_PRAISE_ONLY = re.compile(
-    r"^\W*(lgtm|looks good( to me)?|looking good|looks great|great( work| job)?|nice( work| job)?|thanks?( you)?"
+_PRAISE = (
+    r"(?:(?:lgtm|looks good( to me)?|looking good|looks great|great( work| job)?|nice( work| job)?|thanks?( you)?"
     r"( so much| a lot)?|thank you|perfect|awesome|excellent|approved?|ship it|\+1|:\+1:|👍|🎉|"
-    r"well done|good job|merging|merged|cool|ok|okay|done)\W*$",
-    re.IGNORECASE,
+    r"well done|good job|merging|merged|cool|ok|okay|done)(?!\w)|" + other.THANKS + "|" + other.GOOD + ")"
 )
+_PRAISE_RE = re.compile(_PRAISE, re.IGNORECASE)
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _praise_only(text: str) -> bool:
+    """Whether a comment is nothing but praise and thanks ("Thanks, LGTM!", "감사합니다 👍"):
+    what is left once every such phrase is taken out holds no word."""
+    return bool(_PRAISE_RE.search(text)) and not _WORD_CHAR.search(_PRAISE_RE.sub(" ", text))
+
+
 _META = re.compile(
     r"(see (my |the )?(inline )?comments|left (a few |some )?(comments|feedback|notes)|few comments|"
     r"check ?out the requested changes|requested changes|please see comments|"
@@ -34,32 +44,35 @@ _CONCERN = re.compile(
     r"\bdon'?t\b|\bdo not\b|\bwhy\b|\bcould\b|\bwould\b|\bbug\b|\bwrong\b|\bbroken\b|\bfail|"
     r"\bremove\b|\badd\b|\bavoid\b|\bconsider\b|\bprefer\b|\bnit\b|\btypo\b|\bincorrect\b|"
     r"\bunnecessary\b|\bredundant\b|\bsame (comment|here|as)\b|\bstill\b|\bcan be\b|\bcan we\b|"
-    r"\bleak|\bunused\b|\binstead\b|\brename\b|\bmove\b|\bbetter\b|\bnot\b|\bisn'?t\b|:-1:|👎)",
+    r"\bleak|\bunused\b|\binstead\b|\brename\b|\bmove\b|\bbetter\b|\bnot\b|\bisn'?t\b|:-1:|👎|"
+    + other.REQUEST + ")",
     re.IGNORECASE,
 )
 _FIXED = re.compile(
     r"(\b(fixed|done|addressed|resolved|updated|changed|applied|removed|renamed|implemented|"
     r"corrected|reverted|moved)\b|\bgood (catch|point)\b|\bmy bad\b|\bnice catch\b|"
-    r"исправил|исправлено|수정했|반영했|修正|已修复|已修改)",
+    r"исправил|исправлено|수정했|반영했|修正|已修复|已修改|" + other.FIXED + ")",
     re.IGNORECASE,
 )
 _STILL = re.compile(
     r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bagain\b|\bdoesn'?t\b|\bisn'?t\b|"
-    r"\bnope\b|\bbut\b|\bhowever\b|\bdifferent\b|\bsame (problem|issue)\b|\bshould\b|\bplease\b)",
+    r"\bnope\b|\bbut\b|\bhowever\b|\bdifferent\b|\bsame (problem|issue)\b|\bshould\b|\bplease\b|"
+    + other.STILL_NOT + "|" + other.BUT + ")",
     re.IGNORECASE,
 )
 _STILL_NOT = re.compile(
     r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bisn'?t (fixed|resolved|right)\b|"
-    r"\bnope\b)",
+    r"\bnope\b|" + other.STILL_NOT + ")",
     re.IGNORECASE,
 )
 _ACCEPT = re.compile(
-    r"^\W*(lgtm|looks good|looking good|thanks?|thank you|perfect|great|nice|👍|\+1|ok|okay|cool|awesome)\b",
+    r"^\W*(?:(lgtm|looks good|looking good|thanks?|thank you|perfect|great|nice|👍|\+1|ok|okay|cool|awesome)\b|"
+    + other.THANKS + "|" + other.GOOD + ")",
     re.IGNORECASE,
 )
 _AGREE = re.compile(
     r"\b(sounds (fair|good|reasonable)|good (point|call|catch)|makes sense|fair enough|"
-    r"agreed?|i agree|you'?re right|that works|works for me|no worries|sure)\b",
+    r"agreed?|i agree|you'?re right|that works|works for me|no worries|sure)\b|" + other.AGREE,
     re.IGNORECASE,
 )
 
@@ -96,7 +109,7 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
     text = plain_text(body).strip()
     if not text:
         return inline
-    if _PRAISE_ONLY.match(text):
+    if _praise_only(text):
         return False
     if inline:
         return True
@@ -108,7 +121,8 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
 _PROMISE = re.compile(
     r"(\bwill (do|fix|change|update|add|address|remove|rename|look)\b|"
     r"\bi'?ll (do|fix|change|update|add|address|remove|rename|look)\b|\bgoing to (fix|change|"
-    r"update|add|address|remove)\b|\bin (the|a) (next|follow-?up|later|separate) (commit|push|pr)\b)",
+    r"update|add|address|remove)\b|\bin (the|a) (next|follow-?up|later|separate) (commit|push|pr)\b|"
+    + other.PROMISE + ")",
     re.IGNORECASE,
 )
 
@@ -135,8 +149,9 @@ def accepts(body: str | None) -> bool:
 
 
 _THANKS_FIRST = re.compile(
-    r"^\W*(lgtm|looks (good|great|better)|looking (good|great|better)|thanks?( you)?\b|"
-    r"thank you|perfect|great|nice|much better|awesome|excellent)\b",
+    r"^\W*(?:(lgtm|looks (good|great|better)|looking (good|great|better)|thanks?( you)?\b|"
+    r"thank you|perfect|great|nice|much better|awesome|excellent)\b|" + other.THANKS + "|"
+    + other.GOOD + ")",
     re.IGNORECASE,
 )
 
