@@ -72,3 +72,21 @@ def test_english_words_inside_other_words_and_long_praise_runs_are_read_safely()
     assert raises_concern("thanksgiving release", inline=False)  # no "thanks" in it
     for run in ("👍" * 20_000 + "x", "ok " * 20_000 + "x", "谢谢" * 20_000 + "x"):
         assert raises_concern(run, inline=True)  # a word left over: not praise alone
+
+
+@pytest.mark.parametrize("body", [
+    "Hey, nice to see you work on this!! Please see comments.",
+    "안녕하세요 혜영님 코드 깔끔하게 잘 작성해주셨네요. 몇 가지 더 다듬어보면 좋을 부분에 코멘트 남겼으니 참고하세요.",
+    "几个小问题，留了一些评论，请查看。", "いくつかコメントしました。ご確認ください。",
+    "Оставил несколько комментариев, посмотри пожалуйста.", "Dejé algunos comentarios.",
+])
+def test_a_short_pointer_to_the_inline_comments_is_no_remark_of_its_own(body):
+    assert not raises_concern(body, inline=False)
+
+
+def test_a_pointer_that_also_asks_about_code_is_a_remark():
+    # next-step atdd-subway-admin-324: the review body's own ask is a defect card
+    body = ("수고 많으셨습니다 👍 몇 가지 피드백 남겨드렸습니다. 확인해주세요. "
+            "특히 컨트롤러에 `try..catch` 가 존재하는 것은 꼭 한번 개선해 보세요.")
+    assert raises_concern(body, inline=False)
+    assert raises_concern("Left a few comments. Also `load()` swallows errors.", inline=False)

@@ -36,7 +36,8 @@ def _praise_only(text: str) -> bool:
 _META = re.compile(
     r"(see (my |the )?(inline )?comments|left (a few |some )?(comments|feedback|notes)|few comments|"
     r"check ?out the requested changes|requested changes|please see comments|"
-    r"additional comments|comments? below|added (some )?comments)",
+    r"additional comments|comments? below|added (some )?comments|please (take|have) a look|"
+    r"ptal\b|" + other.POINTER + ")",
     re.IGNORECASE,
 )
 _CONCERN = re.compile(
@@ -102,7 +103,8 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
 
     A reviewer's inline comment does unless it is pure praise (an empty inline comment still
     marks a place). A remark on the whole PR (a review body, a PR comment) does unless it is
-    praise, a pointer to the inline comments, or thanks without any concern in it.
+    praise, a short pointer to the inline comments ("left a few comments, please take a
+    look") that names no code of its own, or thanks without any concern in it.
     """
     if body and _SUGGESTION.search(body):
         return True
@@ -113,9 +115,19 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
         return False
     if inline:
         return True
-    if _META.search(text) and len(text) < 200:
-        return False
+    if _META.search(text) and len(text) < 200 and not _CODE_SPAN.search(_without_pointers(text)):
+        return False  # a short pointer to the inline comments, naming no code itself
     return bool(_CONCERN.search(text)) or not _ACCEPT.match(text)
+
+
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？\n]*")
+
+
+def _without_pointers(text: str) -> str:
+    """A remark without its sentences that only point at the inline comments ("I left a few
+    comments, please take a look"): what is left is what the remark itself asks."""
+    return " ".join(s for s in _SENTENCE.findall(text) if not _META.search(s)).strip()
 
 
 _PROMISE = re.compile(
