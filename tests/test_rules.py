@@ -500,3 +500,26 @@ def test_blank_line_requests_are_read_from_short_comments_only():
     }
     for body, want in cases.items():
         assert read_subject(body).blank_lines == want, body
+
+
+@pytest.mark.parametrize("body", ["变量命名不清楚", "名前を変えてください", "이름을 바꿔주세요",
+                                  "Переименуй переменную", "Hay que renombrar esto",
+                                  "Bitte umbenennen", "Il faut renommer ça"])
+def test_a_rename_asked_for_in_another_language_is_the_fix(body):
+    old = {"Slider.java": JAVA}
+    new = {"Slider.java": JAVA.replace("        selectedValue.ValueChanged -= onChange;",
+                                       "        SelectedValue.ValueChanged -= onChange;")}
+    d = comment_defect(body, "Slider.java", 6, 9, old=JAVA)
+    assert decide(d, old, new).state is State.RESOLVED
+    unasked = comment_defect("这里逻辑有问题", "Slider.java", 6, 9, old=JAVA)  # "the logic is off"
+    assert decide(unasked, old, new).state is State.OPEN  # a rename it did not ask for
+
+
+@pytest.mark.parametrize("body", ["宏不要缩进", "マクロはインデントしないでください", "매크로는 들여쓰기 하지 마세요",
+                                  "Не делай отступ у макросов", "Sin sangría en las macros",
+                                  "Keine Einrückung bei Makros", "Pas d'indentation : mise en forme"])
+def test_a_formatting_remark_in_another_language_is_met_by_a_whitespace_fix(body):
+    c = "int m[] = {\n\t\t#ifndef NO_X\n\t\tX,\n\t\t#endif\n\t\tY,\n};\n"
+    fixed = c.replace("\t\t#ifndef", "#ifndef").replace("\t\t#endif", "#endif")
+    d = comment_defect(body, "t.c", 2, 4, old=c)
+    assert decide(d, {"t.c": c}, {"t.c": fixed}).rule == "format-fixed"

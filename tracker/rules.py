@@ -42,8 +42,12 @@ _LEX = re.compile(  # a string literal is one token: words inside it are text, n
     r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`\n]*`'
     r"|[A-Za-z_$][\w$]*|\d[\w.]*|\S")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
-_NAMING = re.compile(r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b",
-                     re.IGNORECASE)
+_NAMING = re.compile(  # a comment about naming, in the languages reviews are written in
+    r"\b(renam\w*|nam(e|es|ed|ing)|call(ed)? it|spell\w*|typo|case)\b"
+    r"|命名|名字|名称|改名|拼写|错别字|名前|リネーム|スペル|タイポ|誤字|이름|네이밍|명명|오타|철자"
+    r"|\b(переимен\w*|назван\w*|опечатк\w*|renombr\w*|errata|renome\w*|umbenenn\w*|"
+    r"benenn\w*|tippfehler|renomm\w*|nommage|faute de frappe)\b",
+    re.IGNORECASE)
 _KEYWORDS = frozenset({  # keywords and built-in types: changing one is not a rename
     "var", "let", "const", "val", "final", "static", "public", "private", "protected",
     "internal", "readonly", "async", "await", "int", "long", "short", "byte", "float",

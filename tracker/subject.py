@@ -28,7 +28,11 @@ _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 _FORMAT = re.compile(
     r"\b(indent\w*|whitespace|white space|spaces?|tabs?|blank lines?|new ?lines?|line breaks?|"
     r"formatt?\w*|column|align\w*|trailing|wrap\w*|line length|prettier|black|lint\w*|"
-    r"style)\b",
+    r"style)\b"
+    r"|格式|缩进|空格|空行|换行|フォーマット|インデント|空白|改行|整形|포맷|포매팅|들여쓰기|공백|줄바꿈|빈 줄"
+    r"|\b(форматирован\w*|отступ\w*|пробел\w*|formato|sangr[ií]a|indentaci[oó]n|"
+    r"formata[cç][aã]o|indenta[cç][aã]o|recuo|formatierung|einr[uü]ckung|leerzeichen|leerzeile|"
+    r"formatage|mise en forme)\b",
     re.IGNORECASE,
 )
 # A request about blank lines themselves: one too many (the default) or one missing. Short
