@@ -84,7 +84,10 @@ def test_the_subject_is_the_code_a_comment_names():
     ("테스트 코드를 추가해 주세요", "tests"), ("请补充测试", "tests"), ("Добавьте тесты", "tests"),
     ("Agregue pruebas unitarias", "tests"), ("주석을 달아주세요", "docs"), ("请更新文档", "docs"),
     ("변경 이력을 남겨 주세요", "changelog"), ("変更履歴を追加してください", "changelog"),
-    ("Добавьте запись в журнал изменений", "changelog"),
+    ("Добавьте запись в журнал изменений", "changelog"), ("Bitte dokumentieren", "docs"),
+    ("Il faut documenter cette option", "docs"), ("Bitte einen Testfall hinzufügen", "tests"),
+    ("Eintrag im Änderungsprotokoll fehlt", "changelog"),
+    ("Ajoute une entrée dans les notes de version", "changelog"),
 ])
 def test_the_kind_of_request_is_read_in_other_languages_too(body, kind):
     assert read_subject(body).kinds == {kind}

@@ -60,16 +60,20 @@ _KINDS = {
     "docs": re.compile(r"\b(doc|docs|documentation|document|documented|readme|docstrings?|"
                        r"javadoc|jsdoc|doc ?comments?|code comments?)\b"
                        r"|문서|주석|文档|注释|ドキュメント|документаци\w*|documentaci[oó]n|"
-                       r"documenta[cç][aã]o", re.IGNORECASE),
+                       r"documenta[cç][aã]o|\bdoku(mentation|mentiert|mentieren)?\b|"
+                       r"\bdocument(er|ez|ée?)\b", re.IGNORECASE),
     "lint": re.compile(r"\b(lint\w*|eslint|flake8|ruff|prettier|checkstyle|formatt\w*|"
                        r"code style)\b", re.IGNORECASE),
     "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b"
-                        r"|테스트|测试|テスト|\bтест\w*|\bpruebas?\b|\btestes\b", re.IGNORECASE),
+                        r"|테스트|测试|テスト|\bтест\w*|\bpruebas?\b|\btestes\b|\btestfall\w*|"
+                        r"\bunit-?tests?\b|\btesté\b", re.IGNORECASE),
     "changelog": re.compile(r"\b(change ?logs?|release ?notes?|news ?(entry|entries|fragments?|"
                             r"files?|items?)|newsfragments?|towncrier|changesets?|reno note|"
                             r"what'?s new)\b|\b(changes|history)\.(md|rst|txt)\b"
                             r"|변경\s*(이력|로그)|更新日志|变更日志|发布说明|変更履歴|リリースノート"
-                            r"|\bregistro de (cambios|altera[cç][oõ]es)\b|журнал\w* изменений",
+                            r"|\bregistro de (cambios|altera[cç][oõ]es)\b|журнал\w* изменений"
+                            r"|\b(änderungsprotokoll|versionshinweise|journal des modifications|"
+                            r"notes de version)\b",
                             re.IGNORECASE),
 }
 _ENGLISH = {
