@@ -30,6 +30,9 @@ ANSWERS = [
     "レビュー指摘を反映",
     "правки по ревью",
     "Aplicando cambios de la revisión",
+    "Corrections suite à la revue",
+    "Retours de revue appliqués",
+    "Remarques prises en compte",
 ]
 
 NOT_ANSWERS = [
@@ -49,6 +52,8 @@ NOT_ANSWERS = [
     "Fix mac address formatting",
     "Add release notes",
     "Fix typo\n\nReviewed-by: Jane Doe <jane@example.com>",
+    "Supprime un commentaire obsolète",
+    "Ajout des commentaires de la fonction",
 ]
 
 

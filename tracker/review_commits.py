@@ -54,7 +54,7 @@ _PATTERNS = [
     # "Feedback applied", "review comments addressed"
     (r"\b(?:feedback|suggestions?|review(?:\s+comments?)?)\s+(?:applied|addressed|"
     r"incorporated|resolved|implemented)\b"),
-    # other languages: Korean, Chinese, Japanese, Russian, Spanish/Portuguese, German
+    # other languages: Korean, Chinese, Japanese, Russian, Spanish/Portuguese, German, French
     (r"(?:피드백|리뷰|코드\s*리뷰|코멘트|리뷰어)\s*(?:내용\s*|사항\s*)?(?:을\s*|를\s*)?"
     r"(?:반영|적용|수정|처리)"),
     r"(?:评审|审查|审阅|审核|检视|review)\s*(?:意见|建议)|(?:根据|按照?)\S{0,12}(?:意见|建议)",
@@ -66,6 +66,11 @@ _PATTERNS = [
     (r"\b(?:aplica\w*|atend\w*|corrig\w*)\s+(?:\S+\s+){0,2}(?:revisi[oó]n|revis[aã]o|"
     r"review|feedback|coment[aá]rios)"),
     r"\b(?:review|anmerkungen|kommentare|feedback)\s+(?:eingearbeitet|umgesetzt)",
+    # French: "corrections suite à la revue", "retours de revue appliqués"
+    (r"\b(?:suite\s+(?:à|a)|selon|d'apr[eè]s)\s+(?:la\s+|les\s+)?(?:revue|relecture|review|"
+    r"retours?|remarques?|commentaires?)\b"),
+    (r"\b(?:retours?|remarques?|commentaires?)\s+(?:de\s+(?:la\s+)?(?:revue|relecture|review)\s+)?"
+    r"(?:appliqu|int[ée]gr|pris(?:es?)?\s+en\s+compte|trait)\w*"),
 ]
 _ADDRESSES_REVIEW = re.compile("|".join(f"(?:{p})" for p in _PATTERNS),
                                re.IGNORECASE)
