@@ -18,7 +18,11 @@ LINE_TOLERANCE = 3
 TEXT_SIMILAR = 0.35  # token overlap (Jaccard) for an anchored match
 TEXT_SAME = 0.6  # for a match without a place
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+# Chinese, Japanese and Korean are compared by pairs of characters (no spaces split their
+# words); every other script by words of three or more letters, as before.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"(?:(?![{_CJK}])[^\W\d])(?:(?![{_CJK}])\w){{2,}}")
 _STOP = {"the", "this", "that", "and", "for", "with", "not", "are", "was", "should", "here",
          "can", "use", "you", "instead", "which", "will", "from", "have", "has", "but", "its"}
 
@@ -33,7 +37,12 @@ class Position:
 
 
 def words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text or "")} - _STOP
+    """The meaningful words of a description: words of three or more letters in any script
+    but Chinese, Japanese and Korean, and pairs of characters in those."""
+    found = {w.lower() for w in _WORD.findall(text or "")} - _STOP
+    for run in _CJK_RUN.findall(text or ""):
+        found |= {run[i:i + 2] for i in range(max(len(run) - 1, 1))}
+    return found
 
 
 def text_similarity(a: str, b: str) -> float:
