@@ -90,3 +90,14 @@ def test_a_pointer_that_also_asks_about_code_is_a_remark():
             "특히 컨트롤러에 `try..catch` 가 존재하는 것은 꼭 한번 개선해 보세요.")
     assert raises_concern(body, inline=False)
     assert raises_concern("Left a few comments. Also `load()` swallows errors.", inline=False)
+
+
+@pytest.mark.parametrize("body, kind", [
+    ("请补充测试", "E.4"), ("불필요한 import는 삭제하는게 좋겠네요", "E.3.1"),
+    ("変数名を変えてください", "E.1.1"), ("インデントがずれています", "E.2"), ("Утечка памяти", "F.3"),
+    ("这里可以简化", "E.3.2"), ("보안 문제가 있습니다", "F.7"), ("Off by one", "F.2"),
+])
+def test_the_type_of_a_persons_comment_is_guessed_in_other_languages_too(body, kind):
+    from tracker.discussion import guess_type
+
+    assert guess_type(body) == kind

@@ -224,17 +224,29 @@ def human_finding(body: str, *, author: str | None, path: str | None = None,
 
 
 _TYPE_CUES = [
-    ("E.4", r"\btests?\b|\bcoverage\b|\bcovered\b|\bassert"),
-    ("F.7", r"\bsecur|\bsecret|\bpassword|\btoken\b|\binjection|\bsanitiz|\bcrypto"),
-    ("F.6", r"\bperformance\b|\bslow\b|\bfaster\b|\befficien|\bparallel|\bcache\b"),
-    ("F.3", r"\bleak|\bclose\b|\bdispose|\bresource|\bthread\b|\bmemory\b"),
-    ("F.4", r"\bnull\b|\bcheck\b|\bvalidat|\bhandle\b|\bexception|\berror handling"),
-    ("E.1.2", r"\bdocstring|\bjavadoc|\bdoc comment|\bdocument"),
-    ("E.1.1", r"\btypo\b|\bwording\b|\bspelling|\bchangelog|\breadme|\bname\b|\brename|\bnaming"),
-    ("E.2", r"\bformat|\bindent|\bstyle\b|\bwhitespace|\blint"),
-    ("E.3.1", r"\bunused\b|\bimport\b|\bmove\b|\bduplicat|\bdead code|\bredundant|\bempty\b"),
-    ("F.1", r"\bapi\b|\bsignature|\breturn type|\bparameter|\bargument|\binterface\b"),
-    ("E.3.2", r"\binstead\b|\bsimplif|\bshortened|\bapproach|\bcan be\b|\brefactor"),
+    ("E.4", (r"\btests?\b|\bcoverage\b|\bcovered\b|\bassert|테스트|测试|テスト|\bтест|\bpruebas?\b|"
+            r"\btestes?\b|\btestfall")),
+    ("F.7", (r"\bsecur|\bsecret|\bpassword|\btoken\b|\binjection|\bsanitiz|\bcrypto|安全|セキュリティ|"
+            r"보안|\bбезопасн|\bseguridad|\bseguran[cç]a|\bsicherheit|\bs[ée]curit[ée]")),
+    ("F.6", (r"\bperformance\b|\bslow\b|\bfaster\b|\befficien|\bparallel|\bcache\b|性能|パフォーマンス|"
+            r"성능|\bпроизводительн|\brendimiento|\bdesempenho|\bleistung")),
+    ("F.3", (r"\bleak|\bclose\b|\bdispose|\bresource|\bthread\b|\bmemory\b|内存|泄漏|メモリ|메모리|"
+            r"\bутечк|\bпамят")),
+    ("F.4", (r"\bnull\b|\bcheck\b|\bvalidat|\bhandle\b|\bexception|\berror handling|空指针|例外|예외|"
+            r"\bисключени")),
+    ("E.1.2", (r"\bdocstring|\bjavadoc|\bdoc comment|\bdocument|문서|주석|文档|注释|ドキュメント|"
+              r"\bдокументаци|\bdocumenta[cç]|\bdoku")),
+    ("E.1.1", (r"\btypo\b|\bwording\b|\bspelling|\bchangelog|\breadme|\bname\b|\brename|\bnaming|"
+              r"오타|이름|네이밍|변수명|함수명|메서드명|错别字|拼写|命名|变量名|函数名|方法名|誤字|タイポ|名前|変数名|"
+              r"関数名|メソッド名|\bопечатк|\bпереимен")),
+    ("E.2", (r"\bformat|\bindent|\bstyle\b|\bwhitespace|\blint|格式|缩进|インデント|フォーマット|들여쓰기|"
+            r"포맷|\bотступ|\bформатир")),
+    ("E.3.1", (r"\bunused\b|\bimport\b|\bmove\b|\bduplicat|\bdead code|\bredundant|\bempty\b|"
+              r"重复|未使用|重複|중복|사용하지 않|불필요|\bдублир|\bнеиспользуем")),
+    ("F.1", (r"\bapi\b|\bsignature|\breturn type|\bparameter|\bargument|\binterface\b|参数|接口|"
+            r"引数|매개변수|파라미터|\bпараметр|\bинтерфейс")),
+    ("E.3.2", (r"\binstead\b|\bsimplif|\bshortened|\bapproach|\bcan be\b|\brefactor|简化|重构|"
+              r"リファクタ|簡潔|리팩터|간결|\bупрост|\bрефактор")),
 ]
 
 
