@@ -526,3 +526,12 @@ def test_a_formatting_remark_in_another_language_is_met_by_a_whitespace_fix(body
     fixed = c.replace("\t\t#ifndef", "#ifndef").replace("\t\t#endif", "#endif")
     d = comment_defect(body, "t.c", 2, 4, old=c)
     assert decide(d, {"t.c": c}, {"t.c": fixed}).rule == "format-fixed"
+
+
+def test_identifiers_in_prose_without_spaces_end_where_the_ascii_ends():
+    # Korean and Chinese put particles and words right after a name: "LineRequest를",
+    # "把userId改成userKey" name LineRequest, userId and userKey, not one long token
+    assert {"LineRequest"} <= read_subject("map이 아닌 LineRequest를 활용하는게 어떨까요?").named
+    named = read_subject("把userId改成userKey吧，还有fetchData()也要改").named
+    assert {"userId", "userKey", "fetchData"} <= named
+    assert not any("改" in n or "를" in n for n in named)

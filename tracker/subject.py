@@ -22,9 +22,12 @@ MAX_BODY = 20_000  # longer bodies are read up to here
 _URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _BACKTICKS = re.compile(r"`([^`\n]{1,200})`")
 _FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
-_DOTTED = re.compile(r"\b[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\b")
-_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+# Identifiers are ASCII: in Chinese or Japanese prose no space ends one ("把userId改成userKey"),
+# and ``\w`` would run on into the next words.
+_CALL = re.compile(r"(?<![A-Za-z0-9_$])([A-Za-z_$][A-Za-z0-9_$]*)\s*\(")
+_DOTTED = re.compile(r"(?<![A-Za-z0-9_$])[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+"
+                     r"(?![A-Za-z0-9_$])")
+_WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _FORMAT = re.compile(
     r"\b(indent\w*|whitespace|white space|spaces?|tabs?|blank lines?|new ?lines?|line breaks?|"
     r"formatt?\w*|column|align\w*|trailing|wrap\w*|line length|prettier|black|lint\w*|"
