@@ -535,3 +535,16 @@ def test_identifiers_in_prose_without_spaces_end_where_the_ascii_ends():
     named = read_subject("把userId改成userKey吧，还有fetchData()也要改").named
     assert {"userId", "userKey", "fetchData"} <= named
     assert not any("改" in n or "를" in n for n in named)
+
+
+@pytest.mark.parametrize("before, after", [
+    ("x := int32(v) + offset", "x := int64(v) + offset"),  # Go
+    ("let v: Vec<u8> = read(a);", "let v: Box<u8> = read(a);"),  # Rust
+    ("val count: Int = size(items)", "val count: Long = size(items)"),  # Kotlin
+    ("String name = user.getName();", "Object name = user.getName();"),  # Java
+    ("foreach ($items as $item) { add($item); }", "array ($items as $item) { add($item); }"),
+])
+def test_a_changed_built_in_type_or_keyword_of_other_languages_is_an_edit(before, after):
+    assert renamed_only([before], [after]) is None
+    assert renamed_only(["total = add(count, size)"], ["sum = add(count, size)"]) == \
+        {"total": "sum"}  # a plain rename still reads as one
