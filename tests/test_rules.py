@@ -548,3 +548,19 @@ def test_a_changed_built_in_type_or_keyword_of_other_languages_is_an_edit(before
     assert renamed_only([before], [after]) is None
     assert renamed_only(["total = add(count, size)"], ["sum = add(count, size)"]) == \
         {"total": "sum"}  # a plain rename still reads as one
+
+
+def test_a_line_added_inside_a_python_docstring_answers_a_docs_remark():
+    old = 'def wait(timeout):\n    """Wait for the job.\n\n    Returns the result.\n    """\n' \
+          '    query = """\n    select 1\n    """\n    return run(query, timeout)\n'
+    remark = Defect(key="D1", description="Please document what the timeout means.",
+                    origin="human", state=State.NEW, raised_round=1, state_round=1)
+    documented = old.replace("    Returns the result.\n",
+                             "    timeout: seconds to wait before giving up.\n"
+                             "    Returns the result.\n")
+    decision = decide(remark, {"m.py": old}, {"m.py": documented})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "remark-kind-changed")
+    # a line added to a string assigned to a name is no documentation
+    sql = old.replace("    select 1\n", "    select 1\n    where timeout > 0\n")
+    decision = decide(remark, {"m.py": old}, {"m.py": sql})
+    assert (decision.state, decision.rule) == (State.OPEN, "remark-kind-unchanged")

@@ -747,12 +747,42 @@ def remark_named_in_changes(case: Case) -> Ruling | None:
                   f"`{'`, `'.join(hit[:3])}` changed this round", 0.6)
 
 
-_COMMENT_LINE = re.compile(r"^\s*(#|//|/\*|\*|\"\"\"|\'\'\'|<!--|--|;)")
+_COMMENT_LINE = re.compile(
+    r"^\s*(#|//|/\*|\*|\"\"\"|\'\'\'|<!--|--|;|%|\(\*|\{-|@(module)?doc\b|=begin|=pod)")
+_TRIPLE_QUOTE = re.compile(r'"""|\'\'\'')
+_DOC_OPENS = re.compile(r'\s*[rRuU]?("""|\'\'\')')
 
 
 def _comment_lines_changed(case: Case, path: str) -> bool:
-    """Whether this round adds a comment or docstring line to ``path``."""
-    return changes(case.diff, path).any_match(_COMMENT_LINE)
+    """Whether this round adds a comment or docstring line to ``path``: a line that opens as
+    a comment does, and in Python any line inside a triple-quoted string (a docstring's
+    body)."""
+    added = changes(case.diff, path)
+    if added.any_match(_COMMENT_LINE):
+        return True
+    if not path.endswith((".py", ".pyi")) or not added.by_line:
+        return False
+    inside = _in_triple_quotes(case.files.get(path))
+    return any(n in inside for n in added.by_line)
+
+
+@per_text(maxsize=64)
+def _in_triple_quotes(text: str | None) -> frozenset[int]:
+    """The 1-based lines of a Python text inside a docstring: a triple-quoted string that
+    opens a line (one assigned to a name documents nothing)."""
+    inside: set[int] = set()
+    state = None  # "doc" or "str" while a triple-quoted string is open
+    for number, line in enumerate((text or "").split("\n"), 1):
+        odd = len(_TRIPLE_QUOTE.findall(line)) % 2 == 1
+        if state is None:
+            if odd:
+                state = "doc" if _DOC_OPENS.match(line) else "str"
+            continue
+        if state == "doc":
+            inside.add(number)
+        if odd:
+            state = None
+    return frozenset(inside)
 
 
 _KIND_OF_PATH = {
