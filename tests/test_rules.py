@@ -564,3 +564,26 @@ def test_a_line_added_inside_a_python_docstring_answers_a_docs_remark():
     sql = old.replace("    select 1\n", "    select 1\n    where timeout > 0\n")
     decision = decide(remark, {"m.py": old}, {"m.py": sql})
     assert (decision.state, decision.rule) == (State.OPEN, "remark-kind-unchanged")
+
+
+RUST = ("pub fn parse_header(line: &str) -> Option<u32> {\n    line.parse().ok()\n}\n\n"
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n}\n")
+
+
+def test_tests_kept_in_the_code_s_own_file_answer_a_request_for_tests():
+    from tracker.inline_tests import inline_test_lines
+
+    d = comment_defect("Please add a test for `parse_header` with an empty line.", "lib.rs", 1,
+                       old=RUST)
+    tested = RUST.replace("    use super::*;\n", "    use super::*;\n\n    #[test]\n"
+                          "    fn empty() {\n        assert_eq!(parse_header(\"\"), None);\n    }\n")
+    decision = decide(d, {"lib.rs": RUST}, {"lib.rs": tested})
+    assert (decision.state, decision.rule) == (State.RESOLVED, "tests-added"), decision
+    # code that uses it outside the tests module is no test
+    used = RUST.replace("\n\n#[cfg(test)]", "\n\npub fn first(s: &str) -> Option<u32> {\n"
+                        "    parse_header(s)\n}\n\n#[cfg(test)]")
+    assert decide(d, {"lib.rs": RUST}, {"lib.rs": used}).rule != "tests-added"
+    assert inline_test_lines("m.py", '"""\n>>> add(1, 2)\n3\n"""\n') == frozenset({2})
+    assert inline_test_lines("t.zig", 'fn f() void {}\ntest "f" {\n    f();\n}\nfn g() void {}\n') \
+        == frozenset({2, 3, 4})
+    assert inline_test_lines("m.go", "func f() {}\n") == frozenset()

@@ -23,6 +23,7 @@ verifier looks at and are not tuned.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -30,6 +31,7 @@ from functools import cached_property
 
 from .anchors import Anchor, DiffMap, Mapped, Status, distinctive, find_code, normalise
 from .diffindex import changed_tokens, changes, files_holding
+from .inline_tests import inline_test_lines
 from .lifecycle import State
 from .models import Defect, Signal, SignalKind
 from .paths import is_changelog_path, is_docs_path, is_test_path
@@ -319,15 +321,26 @@ def tests_cover_subject(case: Case) -> Ruling | None:
     if not wanted:
         return None
     for path in sorted(case.diff.new_files):
-        if not is_test_path(path):
-            continue
-        added = changes(case.diff, path).tokens
+        added = _test_tokens_added(case, path)
         hit = sorted(t for t in wanted if added[t])
         if hit:
             return Ruling(State.RESOLVED, "tests-added", f"the comment asks for tests, and "
                           f"this round adds test code using `{'`, `'.join(hit[:3])}` in {path}",
                           0.65)
     return None
+
+
+def _test_tokens_added(case: Case, path: str) -> Counter:
+    """The tokens of the test code this round adds to ``path``: every added line of a test
+    file, and in other files the added lines of tests kept beside the code (Rust's
+    ``#[cfg(test)]`` module, doctests...)."""
+    if is_test_path(path):
+        return changes(case.diff, path).tokens
+    inline = inline_test_lines(path, case.files.get(path))
+    if not inline:
+        return Counter()
+    return tokens("\n".join(text for n, text in changes(case.diff, path).by_line.items()
+                            if n in inline))
 
 
 def whitespace_only(case: Case) -> Ruling | None:
