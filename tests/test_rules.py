@@ -542,7 +542,7 @@ def test_identifiers_in_prose_without_spaces_end_where_the_ascii_ends():
     ("let v: Vec<u8> = read(a);", "let v: Box<u8> = read(a);"),  # Rust
     ("val count: Int = size(items)", "val count: Long = size(items)"),  # Kotlin
     ("String name = user.getName();", "Object name = user.getName();"),  # Java
-    ("foreach ($items as $item) { add($item); }", "array ($items as $item) { add($item); }"),
+    ("foreach ($items as $item) { add($item); }", "for ($items as $item) { add($item); }"),
 ])
 def test_a_changed_built_in_type_or_keyword_of_other_languages_is_an_edit(before, after):
     assert renamed_only([before], [after]) is None

@@ -66,26 +66,20 @@ _KEYWORDS = frozenset({  # keywords and built-in types: changing one is not a re
 })
 # More keywords and built-in types, of Go, Rust, Ruby, PHP, Kotlin, Swift, C# and Java: a
 # change between two of them, or from one to a name, changes the construct (``renamed_only``).
-# Kept apart from ``_KEYWORDS`` because words such as ``map`` or ``match`` name code people ask
-# about, and a subject must keep them.
+# Only words that are rarely names elsewhere (not ``map``, ``type`` or ``data``, which other
+# languages' code uses as names), and kept apart from ``_KEYWORDS``, whose words a subject
+# drops.
 _CONSTRUCT_WORDS = _KEYWORDS | frozenset({
-    "func", "go", "defer", "chan", "map", "package", "type", "range", "select", "fallthrough",
-    "goto", "uint", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-    "float32", "float64", "complex64", "complex128", "rune", "uintptr", "error", "mut",
-    "impl", "trait", "pub", "crate", "mod", "use", "match", "loop", "move", "dyn", "unsafe",
-    "where", "Some", "Ok", "Err", "Self", "u8", "u16", "u32", "u64", "u128", "usize", "i8",
-    "i16", "i32", "i64", "i128", "isize", "f32", "f64", "Box", "Vec", "Option", "Result",
-    "end", "elsif", "unless", "until", "begin", "rescue", "ensure", "module", "then",
-    "echo", "foreach", "elseif", "endif", "array", "isset", "unset", "callable", "iterable",
-    "mixed", "fun", "when", "lateinit", "suspend", "companion", "data", "open", "inner",
-    "Int", "Long", "Short", "Byte", "Float", "Double", "Boolean", "Char", "Unit", "Any",
-    "Nothing", "guard", "protocol", "extension", "inout", "weak", "unowned", "lazy",
-    "mutating", "fileprivate", "Bool", "Character", "decimal", "sbyte", "ushort", "ulong",
-    "nint", "nuint", "dynamic", "params", "lock", "using", "namespace", "checked",
-    "unchecked", "fixed", "stackalloc", "implicit", "explicit", "operator", "event",
-    "delegate", "partial", "required", "init", "String", "Integer", "Object", "Number",
-    "Void", "record", "permits", "transient", "synchronized", "native", "strictfp", "assert",
-    "throws", "lambda", "nonlocal", "global", "pass", "del",
+    "func", "defer", "chan", "fallthrough", "uint", "uint8", "uint16", "uint32", "uint64",
+    "int8", "int16", "int32", "int64", "float32", "float64", "complex64", "complex128", "rune",
+    "uintptr", "mut", "impl", "trait", "pub", "crate", "dyn", "unsafe", "Some", "Ok", "Err",
+    "Self", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
+    "isize", "f32", "f64", "Vec", "elsif", "unless", "rescue", "ensure", "foreach", "elseif",
+    "endif", "isset", "unset", "fun", "lateinit", "suspend", "companion", "Int", "Long",
+    "Short", "Byte", "Float", "Double", "Boolean", "Char", "Unit", "Nothing", "guard",
+    "inout", "mutating", "fileprivate", "Bool", "Character", "decimal", "sbyte", "ushort",
+    "ulong", "nint", "nuint", "stackalloc", "unchecked", "String", "Integer", "Void",
+    "synchronized", "transient", "strictfp", "throws", "nonlocal", "lambda",
 })
 _PLACEHOLDERS = frozenset({"foo", "bar", "baz", "qux", "quux", "xxx", "yyy", "example",
                            "something", "whatever"})  # stand-ins in quoted code, not names
