@@ -101,3 +101,9 @@ def test_the_type_of_a_persons_comment_is_guessed_in_other_languages_too(body, k
     from tracker.discussion import guess_type
 
     assert guess_type(body) == kind
+
+
+@pytest.mark.parametrize("body", ["Please take a look at the error handling here.",
+                                  "请查看这个函数的错误处理", "이 문서를 참고하세요"])
+def test_asking_to_look_at_something_is_a_remark_not_a_pointer(body):
+    assert raises_concern(body, inline=False)

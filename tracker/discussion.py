@@ -36,8 +36,7 @@ def _praise_only(text: str) -> bool:
 _META = re.compile(
     r"(see (my |the )?(inline )?comments|left (a few |some )?(comments|feedback|notes)|few comments|"
     r"check ?out the requested changes|requested changes|please see comments|"
-    r"additional comments|comments? below|added (some )?comments|please (take|have) a look|"
-    r"ptal\b|" + other.POINTER + ")",
+    r"additional comments|comments? below|added (some )?comments|" + other.POINTER + ")",
     re.IGNORECASE,
 )
 _CONCERN = re.compile(
@@ -103,8 +102,8 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
 
     A reviewer's inline comment does unless it is pure praise (an empty inline comment still
     marks a place). A remark on the whole PR (a review body, a PR comment) does unless it is
-    praise, a short pointer to the inline comments ("left a few comments, please take a
-    look") that names no code of its own, or thanks without any concern in it.
+    praise, a short pointer to the inline comments ("left a few comments") that names no
+    code of its own, or thanks without any concern in it.
     """
     if body and _SUGGESTION.search(body):
         return True
@@ -125,8 +124,8 @@ _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？\n]*")
 
 
 def _without_pointers(text: str) -> str:
-    """A remark without its sentences that only point at the inline comments ("I left a few
-    comments, please take a look"): what is left is what the remark itself asks."""
+    """A remark without its sentences that point at the inline comments ("I left a few
+    comments."): what is left is what the remark itself asks."""
     return " ".join(s for s in _SENTENCE.findall(text) if not _META.search(s)).strip()
 
 

@@ -85,17 +85,14 @@ AGREE = _either(
            "bonne remarque", "bien vu"),
 )
 
-POINTER = _either(  # "I left some comments", "please take a look": a pointer, no ask of its own
-    _anywhere("留了评论", "留了一些评论", "见评论", "看一下评论", "请查看", "请参考", "コメントしました",
-              "コメントを残しました", "コメントを書きました", "ご確認ください", "確認してください",
-              "参考にしてください", "코멘트 남겼", "코멘트를 남겼", "피드백 남겼", "피드백을 남겼",
-              "피드백 남겨", "리뷰 남겼", "코멘트 남겨", "확인해주세요", "확인해 주세요", "참고하세요",
-              "참고해주세요", "참고해 주세요", "확인 부탁드립니다"),
+POINTER = _either(  # "I left some comments": a pointer to the inline comments, no ask of its own
+    _anywhere("留了评论", "留了一些评论", "见评论", "看一下评论", "コメントしました", "コメントを残しました",
+              "コメントを書きました", "코멘트 남겼", "코멘트를 남겼", "피드백 남겼", "피드백을 남겼",
+              "피드백 남겨", "리뷰 남겼", "코멘트 남겨"),
     _words("оставил[аи]? (несколько |пару )?комментари\\w*", "см\\. комментари\\w*",
            "dejé (algunos |unos )?comentarios", "deixei (alguns )?comentários",
            "habe (ein paar |einige )?kommentare", "siehe kommentare",
-           "j'ai laissé (quelques )?commentaires", "voir (les )?commentaires",
-           "посмотри(те)?( пожалуйста)?", "échale un vistazo", "dá uma olhada", "jette un œil"),
+           "j'ai laissé (quelques )?commentaires", "voir (les )?commentaires"),
 )
 
 REQUEST = _either(  # a comment that opens with thanks still raises a concern with these
