@@ -107,3 +107,14 @@ def test_the_type_of_a_persons_comment_is_guessed_in_other_languages_too(body, k
                                   "请查看这个函数的错误处理", "이 문서를 참고하세요"])
 def test_asking_to_look_at_something_is_a_remark_not_a_pointer(body):
     assert raises_concern(body, inline=False)
+
+
+@pytest.mark.parametrize("body", ["I don't agree", "No estoy de acuerdo", "Das stimmt nicht",
+                                  "Je ne suis pas d'accord", "Не согласен", "不同意", "还是不行"])
+def test_disagreeing_after_a_push_disputes_and_never_accepts(body):
+    assert reply_signal(body, by_author=False) is SignalKind.REVIEWER_DISPUTES
+
+
+def test_a_question_with_haishi_or_is_no_dispute():
+    # 还是 also means "or": "map or list?" disputes nothing
+    assert reply_signal("用map还是list?", by_author=False) is None

@@ -57,12 +57,12 @@ _FIXED = re.compile(
 _STILL = re.compile(
     r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bagain\b|\bdoesn'?t\b|\bisn'?t\b|"
     r"\bnope\b|\bbut\b|\bhowever\b|\bdifferent\b|\bsame (problem|issue)\b|\bshould\b|\bplease\b|"
-    + other.STILL_NOT + "|" + other.BUT + ")",
+    r"\bdisagree|\b(don'?t|do not) agree\b|" + other.STILL_NOT + "|" + other.BUT + ")",
     re.IGNORECASE,
 )
 _STILL_NOT = re.compile(
     r"(\bstill\b|\bnot (yet|quite|fixed|done|resolved)\b|\bisn'?t (fixed|resolved|right)\b|"
-    r"\bnope\b|" + other.STILL_NOT + ")",
+    r"\bnope\b|\bdisagree|\b(don'?t|do not) agree\b|" + other.STILL_NOT + ")",
     re.IGNORECASE,
 )
 _ACCEPT = re.compile(

@@ -28,8 +28,8 @@ def _either(*parts: str) -> str:
 
 
 THANKS = _either(
-    _anywhere("谢谢你", "谢谢您", "谢谢", "感谢", "多谢", "辛苦了", "ありがとうございます", "ありがとう", "感謝", "감사합니다", "감사해요",
-              "고맙습니다", "고마워요", "수고하셨습니다", "수고하셨어요"),
+    _anywhere("谢谢你", "谢谢您", "谢谢", "感谢", "多谢", "辛苦了", "ありがとうございます", "ありがとう",
+              "感謝", "감사합니다", "감사해요", "고맙습니다", "고마워요", "수고하셨습니다", "수고하셨어요"),
     _words("спасибо", "благодарю", "gracias", "obrigad[oa]", "valeu", "danke", "vielen dank",
            "merci"),
 )
@@ -44,11 +44,13 @@ GOOD = _either(
            "ça me va", "nickel"),
 )
 
-STILL_NOT = _either(
-    _anywhere("还是", "仍然", "依然", "还没", "尚未", "まだ", "아직", "여전히"),
+STILL_NOT = _either(  # "still not", and "I do not agree" (a fix not accepted)
+    _anywhere("还是不", "还是有", "还是没", "仍然", "依然", "还没", "尚未", "まだ", "아직", "여전히", "不同意",
+              "同意しません", "동의하지 않", "동의하기 어렵"),
     _words("всё ещё", "все ещё", "все еще", "всё еще", "до сих пор", "ещё не", "еще не",
            "todavía", "aún no", "sigue sin", "ainda", "immer noch", "noch nicht",
-           "toujours pas", "pas encore"),
+           "toujours pas", "pas encore", "не согласен", "не согласна", "no estoy de acuerdo",
+           "não concordo", "nicht einverstanden", "stimmt nicht", "pas d'accord"),
 )
 
 BUT = _either(  # weaker than STILL_NOT: "but", "should", "please" in a reply after a push
@@ -81,7 +83,7 @@ AGREE = _either(
               "맞습니다", "맞네요", "좋은 지적", "일리가"),
     _words("согласен", "согласна", "справедливо", "логично", "резонно", "de acuerdo",
            "tiene sentido", "buen punto", "concordo", "faz sentido", "bom ponto",
-           "einverstanden", "stimmt", "guter punkt", "macht sinn", "ergibt sinn", "d'accord",
+           "einverstanden", "das stimmt", "guter punkt", "macht sinn", "ergibt sinn", "d'accord",
            "bonne remarque", "bien vu"),
 )
 
