@@ -769,12 +769,12 @@ def _comment_lines_changed(case: Case, path: str) -> bool:
         return True
     if not path.endswith((".py", ".pyi")) or not added.by_line:
         return False
-    inside = _in_triple_quotes(case.files.get(path))
+    inside = _docstring_lines(case.files.get(path))
     return any(n in inside for n in added.by_line)
 
 
 @per_text(maxsize=64)
-def _in_triple_quotes(text: str | None) -> frozenset[int]:
+def _docstring_lines(text: str | None) -> frozenset[int]:
     """The 1-based lines of a Python text inside a docstring: a triple-quoted string that
     opens a line (one assigned to a name documents nothing)."""
     inside: set[int] = set()
