@@ -124,3 +124,21 @@ async def test_an_unsure_decision_is_shown_as_such_in_the_summary_and_the_check(
         [run] = [r for r in bot.fake.check_runs(REPO, sha(2)) if r["name"] == "roundwise"]
         assert f"**{remark.key}** likely still open: `pr-unaddressed`" in \
             run["output"]["summary"]
+
+
+async def test_a_reviewer_saying_in_chinese_it_is_still_wrong_sends_it_back_to_open(tmp_path):
+    # the same correction path, with the reviewer's words in Chinese ("still not right: count
+    # can still be zero") and a repeat of the request in Chinese joining the same defect
+    async with running_bot(tmp_path) as bot:
+        await _open(bot)
+        asked = await _inline(bot, "li", "`mean` 除以 `count`，请处理 count 为零的情况。")
+        key = _key(bot, asked["id"])
+        await _push(bot, 2, MEAN_EDITED)
+        assert bot.states(number=NUMBER)[key] == "Resolved"
+
+        await _inline(bot, "li", "还是不对：count 仍然可能为零。", in_reply_to=asked["id"])
+        assert bot.states(number=NUMBER)[key] == "Open"
+        assert _history(bot, key)[-1] == (2, "Open", "reviewer-disputes")
+        assert "li replied that it is not fixed" in _summary(bot)
+        await _push(bot, 3, UNRELATED)
+        assert bot.states(number=NUMBER)[key] == "Open"
