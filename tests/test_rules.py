@@ -87,7 +87,8 @@ def test_the_subject_is_the_code_a_comment_names():
     ("Добавьте запись в журнал изменений", "changelog"), ("Bitte dokumentieren", "docs"),
     ("Il faut documenter cette option", "docs"), ("Bitte einen Testfall hinzufügen", "tests"),
     ("Eintrag im Änderungsprotokoll fehlt", "changelog"),
-    ("Ajoute une entrée dans les notes de version", "changelog"),
+    ("Ajoute une entrée dans les notes de version", "changelog"), ("请遵守代码规范", "lint"),
+    ("코딩 컨벤션을 지켜주세요", "lint"), ("Прогони линтер", "lint"),
 ])
 def test_the_kind_of_request_is_read_in_other_languages_too(body, kind):
     assert read_subject(body).kinds == {kind}

@@ -66,7 +66,9 @@ _KINDS = {
                        r"documenta[cç][aã]o|\bdoku(mentation|mentiert|mentieren)?\b|"
                        r"\bdocument(er|ez|ée?)\b", re.IGNORECASE),
     "lint": re.compile(r"\b(lint\w*|eslint|flake8|ruff|prettier|checkstyle|formatt\w*|"
-                       r"code style)\b", re.IGNORECASE),
+                       r"code style)\b|代码规范|代码风格|コーディング規約|コードスタイル|코드 스타일|"
+                       r"코딩 컨벤션|\b(линтер\w*|стиль кода|estilo de c[oó]digo|codestil|"
+                       r"style de code)\b", re.IGNORECASE),
     "tests": re.compile(r"\b(tests?|testing|unit ?tests?|coverage|covered)\b"
                         r"|테스트|测试|テスト|\bтест\w*|\bpruebas?\b|\btestes\b|\btestfall\w*|"
                         r"\bunit-?tests?\b|\btesté\b", re.IGNORECASE),
