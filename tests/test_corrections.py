@@ -8,6 +8,8 @@ the next push.
 
 from __future__ import annotations
 
+import pytest
+
 from bench import payloads
 
 from .server_kit import BASE_FILES, BASE_SHA, INSTALLATION, REPO, ROUND1_FILES, running_bot
@@ -89,19 +91,27 @@ async def test_a_reviewer_repeating_the_request_after_the_fix_sends_it_back_to_o
         assert _history(bot, key)[-1][:2] == (3, "Open")
 
 
-async def test_the_authors_promise_after_the_resolving_push_sends_it_back_to_open(tmp_path):
+@pytest.mark.parametrize("asker, ask, replier, reply, rule, shown", [
+    # the author promises the change after the push that looked like the fix
+    ("rina", "`mean` divides by `count`; guard it against zero.", "sam",
+     "Good point, will do in the next commit.", "author-promises", "**{key}** back to **Open**"),
+    # the reviewer says, in Chinese, it is still not right: "count can still be zero"
+    ("li", "`mean` 除以 `count`，请处理 count 为零的情况。", "li", "还是不对：count 仍然可能为零。",
+     "reviewer-disputes", "li replied that it is not fixed"),
+])
+async def test_a_reply_after_the_resolving_push_sends_it_back_to_open(
+        tmp_path, asker, ask, replier, reply, rule, shown):
     async with running_bot(tmp_path) as bot:
         await _open(bot)
-        asked = await _inline(bot, "rina", "`mean` divides by `count`; guard it against zero.")
+        asked = await _inline(bot, asker, ask)
         key = _key(bot, asked["id"])
         await _push(bot, 2, MEAN_EDITED)
         assert bot.states(number=NUMBER)[key] == "Resolved"
 
-        await _inline(bot, "sam", "Good point, will do in the next commit.",
-                      in_reply_to=asked["id"])
+        await _inline(bot, replier, reply, in_reply_to=asked["id"])
         assert bot.states(number=NUMBER)[key] == "Open"
-        assert _history(bot, key)[-1] == (2, "Open", "author-promises")
-        assert f"**{key}** back to **Open**" in _summary(bot)
+        assert _history(bot, key)[-1] == (2, "Open", rule)
+        assert shown.format(key=key) in _summary(bot)
         await _push(bot, 3, UNRELATED)
         assert bot.states(number=NUMBER)[key] == "Open"
 
@@ -124,21 +134,3 @@ async def test_an_unsure_decision_is_shown_as_such_in_the_summary_and_the_check(
         [run] = [r for r in bot.fake.check_runs(REPO, sha(2)) if r["name"] == "roundwise"]
         assert f"**{remark.key}** likely still open: `pr-unaddressed`" in \
             run["output"]["summary"]
-
-
-async def test_a_reviewer_saying_in_chinese_it_is_still_wrong_sends_it_back_to_open(tmp_path):
-    # the same correction path, with the reviewer's words in Chinese ("still not right: count
-    # can still be zero") and a repeat of the request in Chinese joining the same defect
-    async with running_bot(tmp_path) as bot:
-        await _open(bot)
-        asked = await _inline(bot, "li", "`mean` 除以 `count`，请处理 count 为零的情况。")
-        key = _key(bot, asked["id"])
-        await _push(bot, 2, MEAN_EDITED)
-        assert bot.states(number=NUMBER)[key] == "Resolved"
-
-        await _inline(bot, "li", "还是不对：count 仍然可能为零。", in_reply_to=asked["id"])
-        assert bot.states(number=NUMBER)[key] == "Open"
-        assert _history(bot, key)[-1] == (2, "Open", "reviewer-disputes")
-        assert "li replied that it is not fixed" in _summary(bot)
-        await _push(bot, 3, UNRELATED)
-        assert bot.states(number=NUMBER)[key] == "Open"
