@@ -155,16 +155,17 @@ def cmd_tracking(args) -> int:
         print(tracking_table(scores, baseline))
     if args.by_rule:
         print(rule_table(replays))
+    records = [r for replay in replays for r in pair_records(replay)] \
+        if args.errors or args.pairs else []
     if args.errors:
-        for replay in replays:
-            for r in pair_records(replay):
-                if not r["right"]:
-                    why = f"{r['rule']}: {r['evidence']}" if r["rule"] else ""
-                    print(f"  {'live' if r['live'] else 'settled'} {r['task']} {r['defect']} "
-                          f"round {r['round']}: gold {r['gold']}, answer {r['answer']} "
-                          f"({r['key']}: {why[:160]})")
+        for r in records:
+            if not r["right"]:
+                why = f"{r['rule']}: {r['evidence']}" if r["rule"] else ""
+                print(f"  {'live' if r['live'] else 'settled'} {r['task']} {r['defect']} "
+                      f"round {r['round']}: gold {r['gold']}, answer {r['answer']} "
+                      f"({r['key']}: {why[:160]})")
     if args.pairs:
-        write_pairs(args.pairs, [r for replay in replays for r in pair_records(replay)])
+        write_pairs(args.pairs, records)
     return 0
 
 
