@@ -488,6 +488,68 @@ def test_a_request_for_a_missing_blank_line_is_met_when_one_is_added_next_to_it(
     assert (still.state, still.rule) == (State.OPEN, "blank-line-unchanged"), still
 
 
+LINKS = ("class Links {\n    Future<Void> all(List<String> links) {\n"
+         "        List<Future<?>> dead = links.stream().map(this::check).toList();\n"
+         "        return Future.allOf(dead.toArray(new Future[0]))\n"
+         "            .then(done -> report(dead));\n    }\n}\n")
+TO_ARRAY = "`toArray(new Foo[0])` is an anti-pattern. use method references instead " \
+    "`toArray(Foo[]::new)`"
+
+
+def test_a_replacement_request_stays_open_while_the_quoted_code_stands(switched_on):
+    switched_on("replace_request")  # below the bar (1 repository), off by default
+    # TJ-Bot-1366: the line was rewritten for another reason (a variable renamed, the
+    # chain re-indented) and the quoted anti-pattern still stood on it
+    d = comment_defect(TO_ARRAY, "Links.java", 4, old=LINKS)
+    renamed = LINKS.replace("dead", "broken").replace("            .then", "                .then")
+    kept = decide(d, {"Links.java": LINKS}, {"Links.java": renamed})
+    assert (kept.state, kept.rule) == (State.OPEN, "replaced-code-stands"), kept
+    assert "still stands near Links.java:" in kept.evidence
+    done = LINKS.replace("new Future[0]", "Future[]::new")
+    fixed = decide(d, {"Links.java": LINKS}, {"Links.java": done})
+    assert (fixed.state, fixed.rule) == (State.RESOLVED, "replacement-arrived"), fixed
+    # with the rule off the edit on the line is taken as the fix, as the bar decided
+    rules.SWITCHES["replace_request"] = False
+    assert decide(d, {"Links.java": LINKS}, {"Links.java": renamed}).state is State.RESOLVED
+
+
+def test_a_replacement_request_needs_the_old_code_on_the_line_and_the_new_one_absent(
+        switched_on):
+    switched_on("replace_request")
+    renamed = LINKS.replace("dead", "broken")
+    # one quoted span only ("does `req.name` need canonicalizing?"): no replacement asked
+    one = comment_defect("`toArray(new Foo[0])` is slow here", "Links.java", 4, old=LINKS)
+    assert decide(one, {"Links.java": LINKS}, {"Links.java": renamed}).rule != \
+        "replaced-code-stands"
+    # the quoted code is not on the commented line: the comment is about something else
+    away = comment_defect(TO_ARRAY, "Links.java", 5, old=LINKS)
+    edited = LINKS.replace("report(dead)", "report(dead, true)")
+    assert decide(away, {"Links.java": LINKS}, {"Links.java": edited}).rule != \
+        "replaced-code-stands"
+    # the replacement was already in the file: not a request for something new
+    both = LINKS.replace("    }\n}\n", "    }\n    Object[] a(List<Foo> l) {\n"
+                                      "        return l.toArray(Foo[]::new);\n    }\n}\n")
+    held = comment_defect(TO_ARRAY, "Links.java", 4, old=both)
+    assert decide(held, {"Links.java": both}, {"Links.java": both.replace(
+        "dead", "broken")}).rule != "replaced-code-stands"
+
+
+def test_code_patterns_treat_stand_in_names_as_wildcards():
+    from collections import Counter
+
+    from tracker.rules import _code_pattern, _pattern_in
+    pattern = _code_pattern("toArray(new Foo[0])", Counter())
+    assert pattern == ["toArray", "(", "new", None, "[", "0", "]", ")"]
+    assert _pattern_in(pattern, "x.toArray(new CompletableFuture[0]);")
+    assert not _pattern_in(pattern, "x.toArray(new CompletableFuture[1]);")
+    assert not _pattern_in(pattern, "x.toArray(CompletableFuture[]::new);")
+    # a lone capital is a stand-in only where the file does not use it as a name
+    assert _code_pattern("List<T>", Counter())[2] is None
+    assert _code_pattern("List<T>", Counter({"T": 3}))[2] == "T"
+    assert _code_pattern("?.", Counter()) is None  # no name in it: too little to look for
+    assert _code_pattern("Foo", Counter()) is None
+
+
 def test_blank_line_requests_are_read_from_short_comments_only():
     from tracker.subject import read_subject
 

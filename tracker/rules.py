@@ -488,6 +488,62 @@ def asked_for(case: Case) -> Ruling | None:
                   "which the comment asks for, is still not in the file", 0.6)
 
 
+REPLACE_WINDOW = 3  # the replacement stands this close to where the quoted code was
+
+
+def _code_pattern(span: str, known: Counter) -> list[str | None] | None:
+    """A quoted span as lexical tokens with stand-in names (``Foo``, a lone capital the file
+    does not use) as wildcards; None when it is too little code to look for (fewer than two
+    real tokens, or no name among them)."""
+    pattern: list[str | None] = []
+    for t in _LEX.findall(span):
+        stand_in = _IDENT.fullmatch(t) and (t.lower() in _PLACEHOLDERS or
+                                            (len(t) == 1 and t.isupper() and not known[t]))
+        pattern.append(None if stand_in else t)
+    real = [t for t in pattern if t is not None]
+    if len(real) < 2 or not any(_IDENT.fullmatch(t) for t in real):
+        return None
+    return pattern
+
+
+def _pattern_in(pattern: list[str | None], code: str) -> bool:
+    """Whether the token sequence ``pattern`` occurs in ``code`` (a wildcard: any one name)."""
+    lexed = _LEX.findall(code)
+    n = len(pattern)
+    return any(all(t == p or (p is None and _IDENT.fullmatch(t))
+                   for p, t in zip(pattern, lexed[i:i + n]))
+               for i in range(len(lexed) - n + 1))
+
+
+def replace_request(case: Case) -> Ruling | None:
+    """The comment quotes code that stands on its lines and code the file does not hold
+    ("`toArray(new Foo[0])` is an anti-pattern, use `toArray(Foo[]::new)`"): a request to
+    put one in place of the other. The replacement standing there resolves it; while the
+    quoted code still stands on the lines and the replacement is not there, it is Open,
+    whatever else the round changed on them."""
+    m = case.mapped
+    if m is None or m.anchor is None or len(case.subject.spans) < 2 or case.new_text is None:
+        return None
+    known = case.file_tokens_before
+    patterns = [p for p in (_code_pattern(s, known) for s in case.subject.spans) if p]
+    old = [p for p in patterns if _pattern_in(p, case.range_code)]
+    new = [p for p in patterns if not _pattern_in(p, case.old_text or "")]
+    if not old or not new:
+        return None
+    a = m.anchor
+    near = lines_of(case.new_text, max(1, a.start - REPLACE_WINDOW), a.end + REPLACE_WINDOW)
+    if any(_pattern_in(p, near) for p in new):
+        return Ruling(State.RESOLVED, "replacement-arrived", "the code the comment asks for "
+                      f"now stands at {a.path}:{a.start}", 0.85)
+    # a line rewritten in a block is only "near" where it was: look as far as for the new
+    stands = near if m.status is Status.DELETED else lines_of(case.new_text, a.start, a.end)
+    if any(_pattern_in(p, stands) for p in old):
+        return Ruling(State.OPEN, "replaced-code-stands", "the code the comment asks to "
+                      f"replace still stands near {a.path}:{a.start}, without its "
+                      "replacement", 0.75)
+    return None
+
+
 def renamed_only(removed: list[str], added: list[str]) -> dict[str, str] | None:
     """The identifier renames that turn ``removed`` into ``added``, when that is all that
     changed (same tokens otherwise, each old name always becoming the same new name)."""
@@ -668,6 +724,7 @@ LIVE_RULES: list[Rule] = [
     tests_cover_subject,
     whitespace_only,
     blank_lines,
+    replace_request,
     subject_removed,
     subject_introduced,
     asked_for,
@@ -919,6 +976,7 @@ SWITCHES: dict[str, bool] = {
     "still_standing": False,  # 2, 2, 1
     "asked_for": False,  # 1, 1, 1
     "blank_lines": False,  # 3, 3, 2
+    "replace_request": False,  # 2, 2, 1
 }
 
 # The switches on by design, not by the bar: evidence the tracking issue names.

@@ -105,6 +105,7 @@ class Subject:
     quoted: set[str] = field(default_factory=set)  # of those, the ones quoted in backticks
     words: set[str] = field(default_factory=set)  # every meaningful word, for matching code
     suggestion: list[str] | None = None
+    spans: tuple[str, ...] = ()  # the code quoted in backticks, span by span, in order
     about_format: bool = False
     blank_lines: str | None = None  # "extra" or "missing": the request is about blank lines
     kinds: set[str] = field(default_factory=set)  # kinds of file it asks about: docs, tests...
@@ -128,7 +129,8 @@ def read_subject(body: str | None) -> Subject:
     proposed = suggestion(body)
     prose = _URL.sub(" ", plain_text(body))
     named: set[str] = set()
-    for span in _BACKTICKS.findall(prose):
+    spans = tuple(_BACKTICKS.findall(prose))
+    for span in spans:
         found = [t for t in tokens(span) if len(t) > 1]
         if len(found) == 1 and found[0].lower() in _ENGLISH:
             continue  # a lone common word in backticks (`new`) is too vague to look for
@@ -145,5 +147,5 @@ def read_subject(body: str | None) -> Subject:
     words = {w for w in _WORD.findall(prose) if len(w) > 2 and w.lower() not in _ENGLISH}
     kinds = {kind for kind, pattern in _KINDS.items() if pattern.search(prose)}
     return Subject(named=named, quoted=quoted, words=words | named, suggestion=proposed,
-                   about_format=bool(_FORMAT.search(prose)), kinds=kinds,
+                   spans=spans, about_format=bool(_FORMAT.search(prose)), kinds=kinds,
                    blank_lines=blank_line_request(prose))
