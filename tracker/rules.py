@@ -506,9 +506,10 @@ def _code_pattern(span: str, known: Counter) -> list[str | None] | None:
     return pattern
 
 
-def _pattern_in(pattern: list[str | None], code: str) -> bool:
-    """Whether the token sequence ``pattern`` occurs in ``code`` (a wildcard: any one name)."""
-    lexed = _LEX.findall(code)
+def _pattern_in(pattern: list[str | None], code: str | list[str]) -> bool:
+    """Whether the token sequence ``pattern`` occurs in ``code`` (text, or its tokens already
+    lexed; a wildcard matches any one name)."""
+    lexed = _LEX.findall(code) if isinstance(code, str) else code
     n = len(pattern)
     return any(all(t == p or (p is None and _IDENT.fullmatch(t))
                    for p, t in zip(pattern, lexed[i:i + n]))
@@ -526,8 +527,11 @@ def replace_request(case: Case) -> Ruling | None:
         return None
     known = case.file_tokens_before
     patterns = [p for p in (_code_pattern(s, known) for s in case.subject.spans) if p]
-    old = [p for p in patterns if _pattern_in(p, case.range_code)]
-    new = [p for p in patterns if not _pattern_in(p, case.old_text or "")]
+    if not patterns:
+        return None
+    on_lines, in_file = _LEX.findall(case.range_code), _LEX.findall(case.old_text or "")
+    old = [p for p in patterns if _pattern_in(p, on_lines)]
+    new = [p for p in patterns if not _pattern_in(p, in_file)]
     if not old or not new:
         return None
     a = m.anchor
