@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from .tasks import TaskError, load_tasks
-from .tracking import pair_records, replay_tasks, score_replays
+from .score.tracking import pair_records, replay_tasks, score_replays
+from .tasks.mcr import TaskError, load_tasks
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -105,7 +105,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     context.add_argument("--json", action="store_true", help="print the figures as JSON")
     context.set_defaults(func=cmd_context)
 
-    from .export_cli import add_commands as add_export
+    from .tasks.export_cli import add_commands as add_export
 
     add_export(bsub)
 
@@ -140,7 +140,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_tracking(args) -> int:
-    from .tracking import naive_decide
+    from .score.tracking import naive_decide
 
     tasks = _load(args.tasks)
     replays = replay_tasks(tasks)
@@ -187,7 +187,7 @@ def write_pairs(target: str, records: list[dict]) -> None:
 def rule_table(replays) -> str:
     """Which rule decided each live pair, how often it was right, and across how many
     repositories it was used and right."""
-    from .tracking import rule_usage
+    from .score.tracking import rule_usage
 
     rows = rule_usage(replays)
     out = [f"{'rule':<28} {'pairs':>5} {'right':>5} {'repos':>5} {'repos right':>11}"]
@@ -230,8 +230,8 @@ def tracking_table(scores: dict, baseline: dict | None = None) -> str:
 def cmd_context(args) -> int:
     import os
 
-    from .context import measure, render
     from .run import gather_tasks
+    from .score.context import measure, render
 
     try:
         tasks, skipped = gather_tasks(args.tasks)

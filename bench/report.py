@@ -5,7 +5,7 @@
 each round's due defects, and the state confusion heatmap), both rendered with jinja2 from
 ``bench/templates``. Both open with a run header (version, commit, date, reviewer, judge,
 tolerance, tasks) and lead with the bot's own detection apart from the defects it carried
-from people's reviews (``bench.provenance``); then the MCR-Bench protocol's combined tables
+from people's reviews (``bench.score.provenance``); then the MCR-Bench protocol's combined tables
 (each names what it shows; the paper's table number is a note), tracking beside the naive
 baseline when the summary has one, AACR-Bench, and tokens and seconds per round.
 
@@ -25,7 +25,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from tracker.models import MCR_TYPES, SEVERITIES
 
-from .metrics import STATE_ORDER
+from .score.metrics import STATE_ORDER
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -89,7 +89,7 @@ DETECTION_COLUMNS = ["Precision", "Recall", "F1", "Due", "Findings", "Matched"]
 
 def own_tables(s: dict) -> list[Table]:
     """The split first: own, carried and combined detection; then own by round, language and
-    defect type (MCR tasks scored with ``bench.provenance``)."""
+    defect type (MCR tasks scored with ``bench.score.provenance``)."""
     own, carried = s.get("own"), s.get("carried")
     if not own or not carried:
         return []
@@ -374,7 +374,7 @@ def render_markdown(summary: dict) -> str:
 
 def render_html(summary: dict, conversations: list[tuple[str, str]] = ()) -> str:
     """report.html's text, plots included; ``conversations`` are (task, href) links to the
-    pages showing what the bot posted (``bench.posted``)."""
+    pages showing what the bot posted (``bench.replay.posted``)."""
     return _environment(True).get_template("report.html.j2").render(
         **_context(summary), f1_png=plot_f1_per_round(summary),
         confusion_png=plot_state_confusion(summary), conversations=list(conversations))

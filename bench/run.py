@@ -1,6 +1,6 @@
 """``roundwise bench run``: replay tasks through the real bot, score them, write the reports.
 
-A run loads ``mcr-task/1`` files and folders (and AACR-Bench folders through ``bench.aacr``),
+A run loads ``mcr-task/1`` files and folders (and AACR-Bench folders through ``bench.tasks.aacr``),
 plays every task through one ``Harness`` (fake GitHub + real server on loopback; tasks run
 concurrently, each on its own repository), writes each finished task's records to
 ``OUT/tasks/<task_id>.jsonl`` (so ``--resume`` skips them), then scores all records and writes
@@ -30,15 +30,15 @@ from pathlib import Path
 
 from bot.review.llm_config import LLMConfig
 
-from .aacr import is_aacr_folder, load_aacr
-from .judge import LLMJudge, OfflineJudge
-from .posted import write as write_posted
 from .progress import Progress
-from .replay import BotError, Harness, replay_task
+from .replay.github import BotError, Harness, replay_task
+from .replay.posted import write as write_posted
 from .report import write_reports
-from .scoring import ascore
-from .tasks import Task, TaskError, load_tasks
-from .tracking import naive_decide, replay_tasks, score_replays
+from .score.judge import LLMJudge, OfflineJudge
+from .score.scoring import ascore
+from .score.tracking import naive_decide, replay_tasks, score_replays
+from .tasks.aacr import is_aacr_folder, load_aacr
+from .tasks.mcr import Task, TaskError, load_tasks
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class RunOptions:
     progress: bool = True
     skipped: list[str] = field(default_factory=list)
     repo_settings: str | None = None  # .github/roundwise.yml for every task's repository
-    forge: str = "github"  # or "gitlab": the fake GitLab (bench.replay_gitlab)
+    forge: str = "github"  # or "gitlab": the fake GitLab (bench.replay.gitlab)
     timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
     round_timeout: float = 300.0  # seconds the bench waits for one round
 
@@ -111,8 +111,8 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
     cache = opts.cache or opts.out / "llm-cache"
     harness_class, replay = Harness, replay_task
     if opts.forge == "gitlab":
-        from .replay_gitlab import GitLabHarness
-        from .replay_gitlab import replay_task as replay
+        from .replay.gitlab import GitLabHarness
+        from .replay.gitlab import replay_task as replay
         harness_class = GitLabHarness
     async with harness_class(work / "ledger.db", model=opts.model, api_base=opts.api_base,
                        llm_cache=str(cache) if opts.model else None,
@@ -149,7 +149,7 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
 
 
 async def _stateless_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str]) -> None:
-    from .stateless import stateless_records
+    from .score.stateless import stateless_records
 
     progress = Progress({t.task_id: len(t.rounds) for t in tasks}, enabled=opts.progress)
     for task in tasks:
@@ -194,7 +194,7 @@ def make_judge(opts: RunOptions):
 
 
 def naive_tracking(tasks: list) -> dict:
-    """The trivial tracker's figures on the same tasks (``bench.tracking.naive_decide``),
+    """The trivial tracker's figures on the same tasks (``bench.score.tracking.naive_decide``),
     replayed through the tracker alone, so every run shows what tracking adds over it."""
     scores = score_replays(replay_tasks([t for t in tasks if t.multi_round],
                                         decide=naive_decide))
@@ -203,7 +203,7 @@ def naive_tracking(tasks: list) -> dict:
 
 
 def github_usage(records: list[dict]) -> dict:
-    """The bot's GitHub requests per round over the replayed rounds (``bench.replay`` counts
+    """The bot's GitHub requests per round over the replayed rounds (``bench.replay.github`` counts
     them on the fake, per task installation): totals, mean, median, p95 and max per round of
     every request, of those charged to the rate limit, and the share answered 304."""
     rows = [r["github"] for r in records if isinstance(r.get("github"), dict)]

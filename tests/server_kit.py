@@ -29,9 +29,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
-from bench.replay import throwaway_key
+from bench.replay import payloads
+from bench.replay.github import throwaway_key
 from bot.config.env import Config
 from bot.github import RetryPolicy
 from bot.pr import render
@@ -112,7 +112,7 @@ SOURCES = [pytest.param("fixtures", marks=needs_webhook_fixtures), "builders"]
 
 def sample(fake: FakeGitHub, name: str, source: str) -> dict[str, Any]:
     """A delivery body by its fixture name (``event.action...``): GitHub's recorded payload
-    re-pointed at the fake's PR when ``source`` is "fixtures", else one ``bench.payloads``
+    re-pointed at the fake's PR when ``source`` is "fixtures", else one ``bench.replay.payloads``
     builds from the fake's state (so the suite still runs without the shared fixtures)."""
     if source == "fixtures":
         payload = fixture(name)

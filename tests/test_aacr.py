@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import unidiff
 
-from bench.aacr import (
+from bench.tasks.aacr import (
     CATEGORY_TYPES,
     category_type,
     convert,
@@ -21,7 +21,7 @@ from bench.aacr import (
     normalise_language,
     task_skeleton,
 )
-from bench.tasks import load_task, parse_task
+from bench.tasks.mcr import load_task, parse_task
 
 from .conftest import AACR_DEV, SHARED_DATA
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.diffs import file_diff, git_diff
+from bench.tasks.diffs import file_diff, git_diff
 from tracker.anchors import (
     Anchor,
     DiffError,

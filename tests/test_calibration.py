@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench import fit_tracking
+from bench.tune import calibration as fit_tracking
 from tracker import calibration
 from tracker.calibration import Calibration, unsure_label
 
@@ -55,7 +55,7 @@ def test_leave_one_repository_out_never_uses_the_held_out_repository():
 
 def test_the_table_shipped_with_the_tracker_is_the_one_the_script_writes(tmp_path):
     data = json.loads(calibration.TABLE.read_text(encoding="utf-8"))
-    assert data["written_by"] == "python -m bench.fit_tracking --write"
+    assert data["written_by"] == "python -m bench.tune.calibration --write"
     assert all(0 <= v["right"] <= v["pairs"] for v in data["rules"].values())
     assert "anchor-untouched" in data["rules"] and "stays-resolved" in data["rules"]
 
@@ -74,7 +74,7 @@ def test_fit_tracking_runs_on_the_bundled_examples(capsys):
 
 
 def test_tracking_scores_report_the_unsure_share_and_the_accuracy_when_sure():
-    from bench.metrics import TrackPair, tracking_scores
+    from bench.score.metrics import TrackPair, tracking_scores
 
     pairs = [TrackPair("t", "D1", 2, "New", "Open", "Open", 0.9),  # sure, right
              TrackPair("t", "D2", 2, "New", "Resolved", "Open", 0.4),  # unsure, wrong

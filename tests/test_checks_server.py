@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from bench import payloads
+from bench.replay import payloads
 
 from .conftest import needs_webhook_fixtures
 from .server_kit import (

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from bench.context import measure, named_identifiers, round_context, shown_lines
-from bench.diffs import file_diff, git_diff
-from bench.tasks import parse_task
+from bench.score.context import measure, named_identifiers, round_context, shown_lines
+from bench.tasks.diffs import file_diff, git_diff
+from bench.tasks.mcr import parse_task
 from bot.review.context import (
     RepoFiles,
     SymbolIndex,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import payloads
+from bench.replay import payloads
 
 from .server_kit import BASE_FILES, BASE_SHA, INSTALLATION, REPO, ROUND1_FILES, running_bot
 

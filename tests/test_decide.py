@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench.diffs import git_diff
+from bench.tasks.diffs import git_diff
 from tracker.decide import RoundInput, Verdict, apply_verdict, decide_round
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Defect, Signal, SignalKind

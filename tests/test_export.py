@@ -12,11 +12,11 @@ import asyncio
 import json
 import subprocess
 
-from bench import payloads
-from bench.judge import OfflineJudge
+from bench.replay import payloads
 from bench.report import compare
-from bench.scoring import score
-from bench.tasks import load_task, parse_task
+from bench.score.judge import OfflineJudge
+from bench.score.scoring import score
+from bench.tasks.mcr import load_task, parse_task
 from bot.store.ledger_sqlite import Ledger
 from roundwise.cli import main
 from tracker.intake import take_thread
@@ -245,7 +245,7 @@ def test_label_agreement_compares_human_signals_with_the_tasks_labels(tmp_path, 
 
 
 async def test_replay_acts_out_exported_thread_resolutions(tmp_path):
-    from bench.replay import Harness, bench_repo, replay_task
+    from bench.replay.github import Harness, bench_repo, replay_task
 
     from .conftest import EXAMPLES
 

@@ -22,10 +22,10 @@ from gidgethub.aiohttp import GitHubAPI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench import payloads
-from bench.diffs import git_diff
 from bench.fake_github import FakeGitHub
-from bench.replay import throwaway_key
+from bench.replay import payloads
+from bench.replay.github import throwaway_key
+from bench.tasks.diffs import git_diff
 
 APP_ID = 4242
 REPO = "octo/widgets"

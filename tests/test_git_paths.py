@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from bench.replay import Harness, bench_repo, replay_task
-from bench.tasks import SCHEMA, parse_task
+from bench.replay.github import Harness, bench_repo, replay_task
+from bench.tasks.mcr import SCHEMA, parse_task
 from roundwise.cli import main
 
 # Eleven names; git quotes all but the last two (the space only earns a trailing tab).

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from bench import payloads
 from bench.fake_github.state import LINE_ERROR, START_ORDER_ERROR, to_sentence
+from bench.replay import payloads
 from bot.github import GitHubApp
 
 from .server_kit import (

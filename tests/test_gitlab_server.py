@@ -1,6 +1,6 @@
 """The reviewer on GitLab merge requests, through the real server and the fake GitLab.
 
-Each test starts ``bench.replay_gitlab.GitLabHarness`` (the fake GitLab and the real server
+Each test starts ``bench.replay.gitlab.GitLabHarness`` (the fake GitLab and the real server
 configured for GitLab alone, on loopback) and drives it with the hooks GitLab sends.
 """
 
@@ -13,7 +13,7 @@ import hmac
 import time
 
 from bench.fake_gitlab import hooks
-from bench.replay_gitlab import GitLabHarness
+from bench.replay.gitlab import GitLabHarness
 from bot.gitlab.ids import from_note, repo_key
 from bot.gitlab.webhooks import GITLAB_APP
 from tracker.lifecycle import State

@@ -9,10 +9,10 @@ import io
 import pytest
 
 from bench.cli import headline
-from bench.judge import OfflineJudge
 from bench.progress import Progress
 from bench.report import render_html, render_markdown
-from bench.scoring import score
+from bench.score.judge import OfflineJudge
+from bench.score.scoring import score
 from tests.test_scoring import (
     DOC_BOT,
     SQL_BOT,

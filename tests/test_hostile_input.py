@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bench import payloads
+from bench.replay import payloads
 from bot.github import body as body_module
 from bot.server import serving
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.judge import LLMJudge
 from bench.run import RunOptions, make_judge
+from bench.score.judge import LLMJudge
 from bench.scripted_llm import Reply, ScriptedLLM
 
 

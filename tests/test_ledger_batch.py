@@ -2,8 +2,8 @@
 
 import pytest
 
-from bench.diffs import git_diff
 from bench.perf.ledger import make_files
+from bench.tasks.diffs import git_diff
 from bot.store.ledger_sqlite import Ledger, LedgerError, now
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from bench import payloads
+from bench.replay import payloads
 from roundwise.cli import main
 from tracker.verdicts import DISAGREE
 

@@ -3,9 +3,9 @@
 import json
 import re
 
-from bench.replay import Harness, bench_repo, replay_task
+from bench.replay.github import Harness, bench_repo, replay_task
 from bench.scripted_llm import ScriptedLLM, message_text, system_text
-from bench.tasks import load_task
+from bench.tasks.mcr import load_task
 from tests.conftest import EXAMPLES
 
 TASK = EXAMPLES / "example-python-profile-cache.json"

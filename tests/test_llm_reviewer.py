@@ -14,9 +14,9 @@ import os
 import litellm
 import pytest
 
-from bench.diffs import git_diff
+from bench.score.stateless import parse_stateless, review_stateless, stateless_messages
 from bench.scripted_llm import ScriptedLLM, default_responder, system_text
-from bench.stateless import parse_stateless, review_stateless, stateless_messages
+from bench.tasks.diffs import git_diff
 from bot.review.engine import Engine, RoundContext
 from bot.review.llm import (
     LLMClient,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import aiohttp
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.faults.chaos import SECRET, Server
+from bench.replay import payloads
 from bot.server import unverified
 
 from .server_kit import APP_ID, app_keys

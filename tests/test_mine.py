@@ -13,8 +13,8 @@ import json
 import aiohttp
 
 from bench.fake_github import FakeGitHub
-from bench.mine import Miner, TokenApp, parse_prs
-from bench.tasks import load_task
+from bench.tasks.mcr import load_task
+from bench.tasks.mine import Miner, TokenApp, parse_prs
 from roundwise.cli import main
 
 from .server_kit import app_keys

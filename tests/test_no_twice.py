@@ -12,8 +12,8 @@ import sqlite3
 import aiohttp
 import pytest
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
+from bench.replay import payloads
 from bot.pr import checks, render
 
 from .server_kit import (

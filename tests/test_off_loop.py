@@ -12,7 +12,7 @@ import threading
 
 import aiohttp
 
-from bench import payloads
+from bench.replay import payloads
 from bot.server import app as app_module
 from bot.store import open_queue_store
 from bot.store.ledger_sqlite import Ledger

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from bench import payloads
+from bench.replay import payloads
 from bench.scripted_llm import ScriptedLLM, system_text
 from bot.review.llm_config import LLMConfig
 

@@ -7,9 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
-from bench.posted import write
-from bench.replay import Harness, replay_task
-from bench.tasks import load_task
+from bench.replay.github import Harness, replay_task
+from bench.replay.posted import write
+from bench.tasks.mcr import load_task
 
 from .conftest import EXAMPLES
 

@@ -178,7 +178,7 @@ def test_the_payload_walk_keeps_its_limits():
 
 @pytest.mark.parametrize("size", [100, 300_000])
 async def test_a_signed_body_is_read_whole_small_large_or_chunked(tmp_path, size):
-    from bench import payloads
+    from bench.replay import payloads
 
     from .server_kit import running_bot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bench import payloads
+from bench.replay import payloads
 from tracker.intake import MAX_COMMENT
 
 from .server_kit import HEAD2, NUMBER, REPO, ROUND2_FILES, open_pr, running_bot

@@ -220,8 +220,8 @@ def slow_model(seconds: float):
 
 async def test_a_model_that_never_answers_is_said_in_the_summary_check_run_and_metrics(
         tmp_path, monkeypatch):
-    from bench.replay import Harness, bench_repo, replay_task
-    from bench.tasks import load_task
+    from bench.replay.github import Harness, bench_repo, replay_task
+    from bench.tasks.mcr import load_task
 
     from .conftest import EXAMPLES
 

@@ -8,7 +8,7 @@ same request that tells a push from a rebase.
 
 from __future__ import annotations
 
-from bench import payloads
+from bench.replay import payloads
 
 from .server_kit import BASE_FILES, BASE_SHA, INSTALLATION, REPO, ROUND1_FILES, running_bot
 

@@ -19,8 +19,8 @@ import aiohttp
 import psycopg
 from psycopg.rows import dict_row
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
+from bench.replay import payloads
 from bot.store.queue_postgres import MIGRATIONS
 from bot.store.schema_postgres import LEDGER_MIGRATIONS
 

@@ -7,7 +7,7 @@ that decided and, where it matters, the evidence.
 
 import pytest
 
-from bench.diffs import git_diff
+from bench.tasks.diffs import git_diff
 from bot.store.ledger_sqlite import Ledger
 from tracker import rules
 from tracker.anchors import DiffMap
@@ -341,7 +341,7 @@ def test_a_fix_away_from_the_anchor_counts_inside_its_class_only():
 
 
 def test_an_outdated_review_comment_keeps_its_original_anchor():
-    from bench.tracking import event_comment
+    from bench.score.tracking import event_comment
     from bot.github.payloads import comment_from_payload
 
     payload = {"id": 5, "user": {"login": "rev"}, "body": "rename this", "path": "a.py",

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.judge import LLMJudge, OfflineJudge, hit_prompt, parse_hit
-from bench.metrics import card_due, is_finding, line_gap, max_matching, percentile
 from bench.report import ReportError, compare, load_summary, write_reports
-from bench.scoring import ascore, score
+from bench.score.judge import LLMJudge, OfflineJudge, hit_prompt, parse_hit
+from bench.score.metrics import card_due, is_finding, line_gap, max_matching, percentile
+from bench.score.scoring import ascore, score
 from bench.scripted_llm import ScriptedLLM
-from bench.tasks import parse_task
+from bench.tasks.mcr import parse_task
 
 # --- building tasks and records --------------------------------------------------------------
 

@@ -5,8 +5,8 @@ Each test runs the real aiohttp app (``bot.server.app.create_app``) and the fake
 (see ``tests/server_kit.py``), sends signed deliveries and checks what reached the fake GitHub
 and the ledger. Deliveries are GitHub's recorded payloads from
 ``../shared/fixtures/github-webhooks`` (re-pointed at the fake's pull request); the protocol
-tests also run on payloads built by ``bench.payloads``, so they still run, and the fixture runs
-skip, on a clone without ``../shared``.
+tests also run on payloads built by ``bench.replay.payloads``, so they still run, and the fixture
+runs skip, on a clone without ``../shared``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import aiohttp
 import jwt
 import pytest
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
+from bench.replay import payloads
 from bot.config.env import ConfigError, load_config
 from bot.github import GitHubApp
 

@@ -1,7 +1,7 @@
 """Whole rounds through the real server and the fake GitHub: what lands on GitHub and in the ledger.
 
-The bundled three-round Python example is replayed by ``bench.replay`` exactly as GitHub would
-drive the bot; the other tests use the small pull request of ``tests/server_kit.py`` (round 1
+The bundled three-round Python example is replayed by ``bench.replay.github`` exactly as GitHub
+would drive the bot; the other tests use the small pull request of ``tests/server_kit.py`` (round 1
 adds ``scale()`` with a leftover print and no tests: D1 missing-tests, D2 debug-print; round 2
 adds tests: D1 resolved) to exercise retries, GitHub's 422 on reviews, permanent failures,
 commands, drafts, per-repository settings and review threads.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench import payloads
-from bench.replay import Harness, bench_repo, replay_task
-from bench.tasks import load_task
+from bench.replay import payloads
+from bench.replay.github import Harness, bench_repo, replay_task
+from bench.tasks.mcr import load_task
 from bot.pr import render
 
 from .conftest import EXAMPLES, needs_webhook_fixtures

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
+from bench.replay import payloads
 
 from .conftest import ROOT
 from .server_kit import (

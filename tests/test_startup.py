@@ -284,8 +284,8 @@ async def test_a_client_hanging_up_mid_body_is_one_warning_line(tmp_path, caplog
 async def test_json_logs_put_the_delivery_and_pr_on_every_line_of_a_job(tmp_path):
     import aiohttp
 
-    from bench import payloads
     from bench.fake_github import FakeGitHub
+    from bench.replay import payloads
 
     from .server_kit import APP_ID, NUMBER, REPO, open_pr
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from bench.metrics import TrackPair, tracking_scores
-from bench.tasks import TaskError, load_task, load_tasks
-from bench.tracking import naive_decide, replay_tasks, score_replays
+from bench.score.metrics import TrackPair, tracking_scores
+from bench.score.tracking import naive_decide, replay_tasks, score_replays
+from bench.tasks.mcr import TaskError, load_task, load_tasks
 from roundwise.cli import main
 from tests.conftest import EXAMPLES, MCR_DEV, needs_shared_data
 
@@ -147,7 +147,7 @@ def test_tracking_prints_the_naive_baseline_side_by_side(capsys):
 
 
 def test_tuning_reports_held_out_figures_per_repository():
-    from bench.tune_tracking import cross_validate
+    from bench.tune.rules import cross_validate
     from tracker import rules
 
     tasks, _ = load_tasks([EXAMPLES])
@@ -163,8 +163,8 @@ def test_tuning_reports_held_out_figures_per_repository():
 
 
 def test_the_bar_counts_the_answers_a_switch_changes_and_where_it_turns_them_right():
-    from bench.metrics import TrackPair
-    from bench.tune_tracking import bar, switch_effect
+    from bench.score.metrics import TrackPair
+    from bench.tune.rules import bar, switch_effect
 
     def pair(task, gold, answer):
         return TrackPair(task, "D1", 2, "New", gold, answer)
@@ -206,7 +206,7 @@ def test_the_bar_counts_the_answers_a_switch_changes_and_where_it_turns_them_rig
 
 
 def test_rule_usage_counts_live_pairs_per_deciding_rule_and_repository(capsys):
-    from bench.tracking import rule_usage
+    from bench.score.tracking import rule_usage
 
     tasks, _ = load_tasks([EXAMPLES])
     usage = rule_usage(replay_tasks(tasks))
@@ -225,8 +225,8 @@ def test_rule_usage_counts_live_pairs_per_deciding_rule_and_repository(capsys):
 
 
 def test_a_threshold_is_chosen_per_held_out_repository_by_hand():
-    from bench.metrics import TrackPair
-    from bench.tune_tracking import choose_by_fold
+    from bench.score.metrics import TrackPair
+    from bench.tune.rules import choose_by_fold
 
     def pair(task, gold, answer):
         return TrackPair(task, "D1", 2, "New", gold, answer)
@@ -248,7 +248,7 @@ def test_a_threshold_is_chosen_per_held_out_repository_by_hand():
 
 
 def test_threshold_tuning_replays_each_value_and_restores_the_default():
-    from bench.tune_tracking import THRESHOLDS, tune_threshold
+    from bench.tune.rules import THRESHOLDS, tune_threshold
     from tracker import rules
 
     tasks, _ = load_tasks([EXAMPLES])
@@ -278,7 +278,7 @@ def test_every_scored_pair_is_written_as_a_record(tmp_path, capsys):
 
 
 def test_an_untracked_open_defect_is_a_wrong_record_as_the_scores_count_it():
-    from bench.tracking import pair_records
+    from bench.score.tracking import pair_records
 
     tasks, _ = load_tasks([EXAMPLES])
     replay = next(r for r in replay_tasks(tasks) if r.task.task_id ==

@@ -13,7 +13,7 @@ import numpy as np
 
 from bench.studies.learned_rules import balanced, fit_logistic, observed_decisions, study
 from bench.studies.semantic_signal import added_since, auroc
-from bench.tasks import load_tasks
+from bench.tasks.mcr import load_tasks
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "bench" / "examples"
 

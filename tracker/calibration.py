@@ -6,7 +6,7 @@ was right on the development tasks, so that a decision carries a probability peo
 verifier can use, and stays explainable: "``anchor-untouched`` was right in 33 of 38 pairs".
 
 The table (``calibration.json`` beside this file) is written by
-``python -m bench.fit_tracking --write`` from every dev folder pooled; that script also
+``python -m bench.tune.calibration --write`` from every dev folder pooled; that script also
 measures, leave-one-repository-out, how well these probabilities are calibrated (Brier score
 and a reliability table). Each rule's rate is shrunk toward the rate of every rule pooled (a
 rule seen in few pairs keeps close to that; one never seen gets it): chosen over shrinking

@@ -15,7 +15,7 @@ when a model is configured. With no model, the ruling stands.
 The rules that the development data could not settle by reasoning alone are switched in
 ``SWITCHES``: a rule found by reading the development tasks' errors is on only when it turns
 answers right in at least three repositories and raises balanced accuracy
-(``python -m bench.tune_tracking --bar``). Confidences are set per rule by how direct its evidence
+(``python -m bench.tune.rules --bar``). Confidences are set per rule by how direct its evidence
 is (a suggestion standing in the code, 0.95; a remark naming nothing, 0.4); they order what a
 verifier looks at and are not tuned.
 """
@@ -953,7 +953,7 @@ REMARK_RULES: list[Rule] = [
 
 # Choices the development data cannot settle by reasoning alone. A rule found by reading the
 # development tasks' errors is on only when turning it on changes answers that are right in at
-# least three repositories and raises balanced accuracy (``python -m bench.tune_tracking --bar``,
+# least three repositories and raises balanced accuracy (``python -m bench.tune.rules --bar``,
 # each flipped alone from these defaults, all dev folders pooled); fitted to one or two
 # repositories, it says nothing yet about code never seen. Rules for the evidence the tracking
 # issue names (the kind of change a request asks for against the kind this round made; what

@@ -15,7 +15,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from bench.diffs import git_diff
+from bench.tasks.diffs import git_diff
 
 HERE = Path(__file__).parent
 

@@ -9,7 +9,7 @@ answers take the full shapes of GitHub's published schemas (``tests/test_github_
 checks them with githubkit); rate limits are budgets per installation, for the App's JWT calls
 and for unauthenticated calls, as GitHub keeps them (``usage`` says what each spent); every GET
 carries an ``ETag`` and a conditional GET that matches gets a free 304. State lives in memory and is set up (or acted on as a human) through plain methods. The
-fake never sends webhooks; ``bench.payloads`` builds them from its state.
+fake never sends webhooks; ``bench.replay.payloads`` builds them from its state.
 
 The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers),
 ``graphql`` (the GraphQL subset), ``checks`` (check runs), ``history`` (PR history for

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Self
 import jwt
 from aiohttp import web
 
-from ..diffs import FileDiff, blob_sha
+from ..tasks.diffs import FileDiff, blob_sha
 from .state import (
     DIFF_TYPE,
     DOCS,

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
-from ..diffs import FileDiff, diff_trees, map_line
+from ..tasks.diffs import FileDiff, diff_trees, map_line
 
 DOCS = "https://docs.github.com/rest"
 JSON_TYPE = "application/json; charset=utf-8"

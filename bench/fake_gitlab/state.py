@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..diffs import FileDiff, diff_trees, map_line
+from ..tasks.diffs import FileDiff, diff_trees, map_line
 
 __all__ = ["LEVELS", "ApiError", "FakeGitLabState"]
 

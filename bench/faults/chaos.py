@@ -46,9 +46,9 @@ from bot.store import open_queue_store
 from bot.store.ledger_sqlite import Ledger
 from tracker.lines import split_lines
 
-from .. import payloads
 from ..fake_github import FakeGitHub
-from ..replay import throwaway_key
+from ..replay import payloads
+from ..replay.github import throwaway_key
 
 APP_ID, INSTALLATION, REPO, BOT = 4242, 77, "chaos/service", "roundwise[bot]"
 SECRET = "chaos-secret"

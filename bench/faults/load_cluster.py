@@ -55,9 +55,9 @@ from bot.pr import render
 from bot.review.llm_config import configure_litellm
 from bot.store import LedgerStore, QueueStore, open_ledger_store, open_queue_store, split_schema
 
-from .. import payloads
 from ..fake_github import FakeGitHub
-from ..replay import throwaway_key
+from ..replay import payloads
+from ..replay.github import throwaway_key
 from .chaos import files_at, finding_of
 
 APP_ID, INSTALLATION, REPO = 4242, 77, "cluster/service"

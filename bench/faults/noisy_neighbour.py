@@ -37,9 +37,9 @@ from pathlib import Path
 
 import aiohttp
 
-from .. import payloads
 from ..perf.load_webhooks import percentile
-from ..replay import throwaway_key
+from ..replay import payloads
+from ..replay.github import throwaway_key
 
 APP_ID, INSTALLATION, REPO = 4242, 77, "noisy/widgets"
 HOSTILE = 9000  # the hostile PR's number; the ordinary ones count from 1

@@ -4,8 +4,8 @@ Each module is one ``python -m bench.perf.<name>`` script that times a real path
 reference measured in the same run (a bare handler, raw SQL, a durable commit, a stateless
 prompt) and prints the figures; none of them scores review quality, which is the pipeline's
 (``bench.run``). They sit apart from the pipeline so its folder shows its flow: they may import
-the pipeline's helpers (``bench.payloads``, ``bench.replay``, ``bench.metrics``...), never the
-other way round (``tests/test_layers.py``).
+the pipeline's helpers (``bench.replay.payloads``, ``bench.replay.github``,
+``bench.score.metrics``...), never the other way round (``tests/test_layers.py``).
 
 - ``ack``: webhook acknowledgement of a burst, the real app against a bare HMAC handler;
 - ``load_webhooks``: acknowledgement latency of one burst of signed deliveries;

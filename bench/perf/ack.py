@@ -50,10 +50,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bench import payloads
 from bench.fake_github import FakeGitHub
 from bench.perf.load_webhooks import APP_ID, deliveries, percentile, setup_fake
-from bench.replay import throwaway_key
+from bench.replay import payloads
+from bench.replay.github import throwaway_key
 from bot.config.env import Config
 from bot.github import RetryPolicy
 from bot.server.serving import settle_heap

@@ -212,8 +212,8 @@ def reference_round(patch: unidiff.PatchSet, anchors: list[Anchor], files: dict[
 
 
 class GitDiffs:
-    """Each round's diff from ``git diff`` in a throwaway repository: difflib (``bench.diffs``)
-    is quadratic on a hunk of 10,000 alternating edits; git is not."""
+    """Each round's diff from ``git diff`` in a throwaway repository: difflib
+    (``bench.tasks.diffs``) is quadratic on a hunk of 10,000 alternating edits; git is not."""
 
     def __init__(self, root: Path):
         self.root = root

@@ -36,8 +36,8 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.diffs import git_diff
 from bench.perf import bigdiff
+from bench.tasks.diffs import git_diff
 from bot.store.ledger_sqlite import Ledger, now
 from tracker.anchors import fingerprint
 from tracker.decide import RoundInput, decide_round

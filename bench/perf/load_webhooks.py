@@ -5,7 +5,7 @@
 Starts the real roundwise app (``bot.server.app.create_app``, offline reviewer, a fresh ledger file in a
 temporary folder) on 127.0.0.1, in a process of its own, and sends ``--deliveries`` signed webhooks all at once, each with
 its own delivery id: a mix of ``pull_request`` opened, ``issue_comment`` commands,
-``pull_request_review_comment``, ``installation`` and ``ping``, built by ``bench.payloads``
+``pull_request_review_comment``, ``installation`` and ``ping``, built by ``bench.replay.payloads``
 against a fake GitHub holding 20 pull requests. It prints the acknowledgement latency (median,
 p99, max, in ms, measured by the client from send to response) and the throughput, and, for
 comparison, the median latency of 50 deliveries sent one at a time before the burst (no
@@ -38,9 +38,9 @@ from bot.review.llm_config import configure_litellm
 from bot.server.app import create_app
 from bot.store import open_queue_store
 
-from .. import payloads
 from ..fake_github import FakeGitHub
-from ..replay import throwaway_key
+from ..replay import payloads
+from ..replay.github import throwaway_key
 
 APP_ID, INSTALLATION, REPO, PRS = 4242, 77, "load/widgets", 20
 SEQUENTIAL = 50  # deliveries sent one by one first, for the latency without queueing

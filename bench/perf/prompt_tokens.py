@@ -35,11 +35,11 @@ configure_litellm()  # this script is a composition root, and litellm is importe
 
 import litellm
 
-from bench.context import round_context as task_round_context
+from bench.score.context import round_context as task_round_context
+from bench.score.stateless import stateless_messages
+from bench.score.tracking import take_event
 from bench.scripted_llm import ScriptedLLM, system_text
-from bench.stateless import stateless_messages
-from bench.tasks import Task, load_tasks
-from bench.tracking import take_event
+from bench.tasks.mcr import Task, load_tasks
 from bot.review.engine import Engine, RoundContext
 from bot.review.llm import LLMClient, LLMConfig, LLMDetector, LLMVerifier
 from bot.store.ledger_sqlite import Ledger

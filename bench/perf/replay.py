@@ -17,9 +17,9 @@ from pathlib import Path
 
 from bot.review.llm_config import configure_litellm
 
-from ..metrics import percentile
-from ..replay import Harness, replay_task
+from ..replay.github import Harness, replay_task
 from ..run import gather_tasks
+from ..score.metrics import percentile
 from ..scripted_llm import ScriptedLLM
 
 EXAMPLES = Path(__file__).parent.parent / "examples"

@@ -2,8 +2,8 @@
 
 Not the benchmark's figures (``bench.run`` and ``roundwise bench tracking`` give those) and not
 speed: each module measures what a choice costs and prints the evidence the README quotes.
-They use the pipeline (``bench.run``, ``bench.export``, ``bench.tasks``), which never imports
-them (``tests/test_layers.py``).
+They use the pipeline (``bench.run``, ``bench.tasks.export``, ``bench.tasks.mcr``), which never
+imports them (``tests/test_layers.py``).
 
 - ``convergence``: do later rounds' posted findings fall, with ``converge`` off and on?
 - ``learning_threshold``: at which (count, share) of dismissals should a kind of finding be

@@ -2,8 +2,8 @@
 
 After ``roundwise bench run --tasks PATH --out RUN`` the run's ledger (``RUN/work/ledger.db``)
 holds what a live deployment would have recorded for those PRs. This script exports it as
-``bench export`` would (``bench.export.export_pr``, open PRs included), maps each exported card
-to the task's own defect card (the comments that raised it, else the run's detection match
+``bench export`` would (``bench.tasks.export.export_pr``, open PRs included), maps each exported
+card to the task's own defect card (the comments that raised it, else the run's detection match
 recorded in ``RUN/results.jsonl``), and compares, round by round, every state that got a human
 signal with the task's label. It prints, per state of the task's labels, how many states
 exist, how many got a human signal (coverage) and how often the two agree, and the same per
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from bot.store.ledger_sqlite import Ledger
 
-from ..export import HUMAN, export_pr
-from ..replay import bench_repo
-from ..tasks import load_tasks
+from ..replay.github import bench_repo
+from ..tasks.export import HUMAN, export_pr
+from ..tasks.mcr import load_tasks
 
 __all__ = ["agreement", "main"]
 

@@ -12,7 +12,7 @@ and regularisation strength.
     python -m bench.studies.learned_rules --tasks ../shared/data/mcr-dev \\
         ../shared/data/mcr-dev-extra ../shared/data/mcr-dev-2 [--json]
 
-Measured with the deterministic tracker alone (``bench.tracking``), no LLM. Observing the
+Measured with the deterministic tracker alone (``bench.score.tracking``), no LLM. Observing the
 rules means wrapping ``tracker.decide.rule`` for the run; the tracker's decisions are unchanged.
 """
 
@@ -26,9 +26,9 @@ import numpy as np
 
 from tracker import decide
 
-from .. import tracking
-from ..metrics import live_class
-from ..tasks import load_tasks
+from ..score import tracking
+from ..score.metrics import live_class
+from ..tasks.mcr import load_tasks
 
 __all__ = ["balanced", "fit_logistic", "main", "observed_decisions"]
 

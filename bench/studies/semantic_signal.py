@@ -23,8 +23,8 @@ import argparse
 import json
 import re
 
-from ..tasks import load_tasks
-from ..tracking import replay_tasks
+from ..score.tracking import replay_tasks
+from ..tasks.mcr import load_tasks
 
 __all__ = ["added_since", "auroc", "main"]
 

@@ -22,7 +22,7 @@ data. No environment value, API key or token is ever put into a prompt.
 The package follows those steps: ``prompts`` (data blocks and caps), ``diffs`` (annotated
 diffs), ``parse`` (answers), ``client`` (litellm), ``detect`` and ``verify``; the settings are
 ``bot.review.llm_config`` (no litellm import, so the server's configuration can be checked
-without it). The paper's *stateless* baseline lives in the bench (``bench.stateless``).
+without it). The paper's *stateless* baseline lives in the bench (``bench.score.stateless``).
 """
 
 from __future__ import annotations

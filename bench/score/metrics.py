@@ -3,7 +3,7 @@
 Pure functions over plain data, so every figure can be checked by hand in a test: which cards
 are due and which answers are findings at a round, line-range proximity, the one-to-one
 matching between findings and cards, precision/recall/F1, the state confusion matrix,
-percentiles, and the tracking scores. ``bench.scoring`` applies them to tasks and records.
+percentiles, and the tracking scores. ``bench.score.scoring`` applies them to tasks and records.
 """
 
 from __future__ import annotations

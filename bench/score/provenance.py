@@ -22,7 +22,7 @@ from .metrics import prf
 
 
 class RoundScore(Protocol):
-    """What this module reads of a scored round (``bench.scoring.RoundScore``)."""
+    """What this module reads of a scored round (``bench.score.scoring.RoundScore``)."""
 
     matches: list
     findings: list

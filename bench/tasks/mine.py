@@ -35,8 +35,8 @@ from tracker.discussion import reply_signal
 from tracker.gitpath import file_path
 from tracker.models import SignalKind
 
+from ..progress import Progress
 from .export import HUMAN, task_id_for
-from .progress import Progress
 
 __all__ = ["Miner", "TokenApp", "parse_prs"]
 

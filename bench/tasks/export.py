@@ -12,7 +12,7 @@ defect and every decision with its evidence. ``export_tasks`` writes one task pe
   ``label_sources``: ``"human-signal"`` where people's actions imply the state (they raised,
   resolved, unresolved or disputed it, or confirmed the bot's decision; see
   ``tracker.verdicts``), ``null`` where only the bot decided. Scoring leaves the ``null`` states
-  out (``bench.scoring``): they are not guessed;
+  out (``bench.score.scoring``): they are not guessed;
 - ``bot_decisions``: the bot's own decisions, for comparison, and ``dismissed_findings``: the
   bot's findings people dismissed (not defects by people's account, so no cards).
 

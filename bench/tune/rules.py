@@ -7,9 +7,9 @@ the held-out repository's pairs with them. The pooled held-out answers give the
 cross-validated figures, which are the ones to report; the fitted figures (best switches on
 all tasks) are printed beside them only to show how much fitting would flatter.
 
-    python -m bench.tune_tracking --tasks ../shared/data/mcr-dev ../shared/data/mcr-dev-extra
-    python -m bench.tune_tracking --tasks ... --bar   # which switches clear the 3-repository bar
-    python -m bench.tune_tracking --tasks ... --thresholds   # the rules' numeric thresholds
+    python -m bench.tune.rules --tasks ../shared/data/mcr-dev ../shared/data/mcr-dev-extra
+    python -m bench.tune.rules --tasks ... --bar   # which switches clear the 3-repository bar
+    python -m bench.tune.rules --tasks ... --thresholds   # the rules' numeric thresholds
 
 Thresholds (``THRESHOLDS``: how wide a selection is a region, how near an edit is "next to"
 the anchor, how alike two files are one file renamed, ...) are chosen the same way: each
@@ -22,7 +22,7 @@ whose answer a switch changes are counted, and the switch's "on" is backed by th
 where it turns answers right. Cross-validation alone cannot see a rule fitted to one
 repository: with that repository held out, the other folds tie, and the tie keeps the default.
 
-Measured with the deterministic tracker alone (``bench.tracking``), no LLM.
+Measured with the deterministic tracker alone (``bench.score.tracking``), no LLM.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from fractions import Fraction
 
 from tracker import anchors, decide, rules
 
-from .metrics import TrackPair, live_class, tracking_scores
-from .tasks import load_tasks
-from .tracking import naive_decide, replay_tasks
+from ..score.metrics import TrackPair, live_class, tracking_scores
+from ..score.tracking import naive_decide, replay_tasks
+from ..tasks.mcr import load_tasks
 
 
 def _pairs_by_repo(tasks, **kwargs) -> dict[str, list[TrackPair]]:
@@ -224,7 +224,7 @@ def _print_bar(effects: dict[str, dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.tune_tracking", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m bench.tune.rules", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", required=True)
     parser.add_argument("--switches", nargs="*", default=sorted(rules.SWITCHES),

@@ -1,7 +1,7 @@
 """Replay tasks through the real bot and the fake GitLab, as GitLab would drive it.
 
-``roundwise bench run --forge gitlab`` uses this instead of ``bench.replay``: each task gets a
-project on the fake GitLab and a merge request; for round t the round's head is pushed (a new
+``roundwise bench run --forge gitlab`` uses this instead of ``bench.replay.github``: each task gets
+a project on the fake GitLab and a merge request; for round t the round's head is pushed (a new
 MR diff version), a Merge Request Hook (``open``, then ``update`` with ``oldrev``) is sent to
 ``POST /gitlab/webhook`` with the hook's secret token, the bench waits for the bot's jobs and
 reads the ledger, then acts out the round's human events as a person on GitLab would (a note
@@ -36,9 +36,9 @@ from bot.server.app import create_app
 from bot.store import open_queue_store
 from bot.store.ledger_sqlite import Ledger
 
-from .fake_gitlab import FakeGitLab, hooks
-from .replay import BotError, collect
-from .tasks import Task
+from ..fake_gitlab import FakeGitLab, hooks
+from ..tasks.mcr import Task
+from .github import BotError, collect
 
 __all__ = ["GitLabHarness", "GitLabPosted", "bench_project", "deliver_event", "replay_task"]
 
@@ -130,8 +130,8 @@ def bench_project(task: Task) -> str:
 async def replay_task(h: GitLabHarness, task: Task,
                       on_round: Callable[[int], None] | None = None,
                       posted: list[dict] | None = None) -> list[dict]:
-    """Play one task through the bot on GitLab; one record per round (``bench.replay.collect``
-    shapes, so scoring is the same)."""
+    """Play one task through the bot on GitLab; one record per round
+    (``bench.replay.github.collect`` shapes, so scoring is the same)."""
     path, iid = bench_project(task), int(task.pr.get("number") or 1)
     repo = repo_key(path)
     author = task.pr.get("author") or "author"
@@ -208,7 +208,7 @@ async def deliver_event(h: GitLabHarness, project: int, iid: int, event: dict,
 
 
 class GitLabPosted:
-    """What the bot posted on one task's MR, round by round (``bench.posted``'s shapes)."""
+    """What the bot posted on one task's MR, round by round (``bench.replay.posted``'s shapes)."""
 
     def __init__(self, fake: FakeGitLab, project: int, iid: int):
         self.fake, self.project, self.iid = fake, project, iid

@@ -31,7 +31,7 @@ from bot.review.llm.prompts import (
 from bot.review.llm_config import LLMConfig
 from tracker.lifecycle import parse_state
 
-from .tasks import Task
+from ..tasks.mcr import Task
 
 
 async def stateless_records(task: Task, model: str, *, api_base: str | None = None,

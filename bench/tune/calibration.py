@@ -12,9 +12,9 @@ It prints what tells whether those chances can be trusted on code never seen:
   share that was right;
 - the unsure share (below ``tracker.calibration.SURE``) and the accuracy on the sure part.
 
-    python -m bench.fit_tracking --tasks ../shared/data/mcr-dev ../shared/data/mcr-dev-extra \\
+    python -m bench.tune.calibration --tasks ../shared/data/mcr-dev ../shared/data/mcr-dev-extra \\
         ../shared/data/mcr-dev-2            # leave-one-repository-out figures
-    python -m bench.fit_tracking --tasks ... --write   # also write tracker/calibration.json
+    python -m bench.tune.calibration --tasks ... --write   # also write tracker/calibration.json
 
 ``--train`` names folders to fit on and scores the others (the transfer figure).
 """
@@ -31,9 +31,9 @@ from datetime import date
 from tracker import calibration
 from tracker.calibration import Calibration
 
-from .metrics import live_class
-from .tasks import load_tasks
-from .tracking import replay_tasks
+from ..score.metrics import live_class
+from ..score.tracking import replay_tasks
+from ..tasks.mcr import load_tasks
 
 BINS = [0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001]
 
@@ -117,7 +117,7 @@ def table_json(rows: list[dict], folders: list[str]) -> dict:
         row["pairs"] += 1
         row["repositories"].add(r["repo"])
     return {
-        "written_by": "python -m bench.fit_tracking --write",
+        "written_by": "python -m bench.tune.calibration --write",
         "date": date.today().isoformat(),
         "folders": folders,
         "rules": {k: {"right": v["right"], "pairs": v["pairs"],
@@ -139,7 +139,7 @@ def _print(name: str, result: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.fit_tracking", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m bench.tune.calibration", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", required=True, help="task folders or files")
     parser.add_argument("--train", nargs="*", default=None,

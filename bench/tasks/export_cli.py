@@ -1,7 +1,7 @@
 """The ``roundwise bench export``, ``bench build`` and ``bench mine`` subcommands.
 
-See ``bench.export`` (a ledger's PRs as tasks) and ``bench.mine`` (any repository's PR history
-as tasks, through the GitHub API).
+See ``bench.tasks.export`` (a ledger's PRs as tasks) and ``bench.tasks.mine`` (any repository's PR
+history as tasks, through the GitHub API).
 """
 
 from __future__ import annotations

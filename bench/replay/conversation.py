@@ -1,6 +1,6 @@
 """What the bot posted, as a pull request conversation people can read in a browser.
 
-The bench keeps every body the bot posted (``bench.posted``); this module turns them into a
+The bench keeps every body the bot posted (``bench.replay.posted``); this module turns them into a
 static HTML page laid out like a GitHub pull request (summary comment, reviews with their
 inline comments, thread replies, check runs with their output and annotations), rendering the
 Markdown with a CommonMark + tables renderer so a reader sees what GitHub would show. It is also

@@ -22,7 +22,7 @@ summary the reports print:
   and judge), semantic recall by context level, and findings that match an expert-rejected
   comment (``negatives``).
 - Cost: tokens and seconds per round.
-- *Own* and *carried* detection (``bench.provenance``): the same matches split by whether the
+- *Own* and *carried* detection (``bench.score.provenance``): the same matches split by whether the
   bot raised the finding itself or a person raised it earlier.
 
 Judges are asked only about located pairs, all at once (so an LLM judge runs concurrently).
@@ -38,7 +38,8 @@ import unidiff
 
 from tracker.anchors import Anchor, DiffMap
 
-from .diffs import file_diff
+from ..tasks.diffs import file_diff
+from ..tasks.mcr import Task, parse_task
 from .judge import Judge
 from .metrics import (
     TrackPair,
@@ -53,7 +54,6 @@ from .metrics import (
     tracking_scores,
 )
 from .provenance import split_detection
-from .tasks import Task, parse_task
 
 # Edge costs for the matching (lower is preferred among maximum matchings).
 COMMENT_COST = 0.0

@@ -30,8 +30,8 @@ from bot.review.engine import RoundContext
 from bot.review.llm import LLMClient, LLMConfig, LLMDetector
 from bot.review.prompt_context import ContextProvider
 
+from ..tasks.mcr import Task
 from .scoring import CONTEXTS
-from .tasks import Task
 
 DEFAULT_MODEL = "gpt-4o"  # litellm counts its tokens offline
 _BLOCK = re.compile(r'<(round_diff|context_code) file="([^"]*)"[^>]*>\n(.*?)\n</\1>', re.DOTALL)

@@ -42,10 +42,10 @@ from bot.server.app import create_app
 from bot.store import open_queue_store
 from bot.store.ledger_sqlite import Ledger
 
+from ..fake_github import FakeGitHub
+from ..tasks.mcr import Task
 from . import payloads
-from .fake_github import FakeGitHub
 from .posted import Posted
-from .tasks import Task
 
 APP_ID = 4242
 INSTALLATION = 77  # the first task's installation; each later task gets the next id
@@ -164,7 +164,7 @@ async def replay_task(h: Harness, task: Task,
                       posted: list[dict] | None = None) -> list[dict]:
     """Play one task through the bot; one record per round (see ``collect``). ``on_round``
     is told each round's number once its record is taken; ``posted``, when given, gets what
-    the bot posted in each round (``bench.posted``)."""
+    the bot posted in each round (``bench.replay.posted``)."""
     repo, number = bench_repo(task), int(task.pr.get("number") or 1)
     author = task.pr.get("author") or "author"
     installation = h.new_installation()
@@ -239,7 +239,7 @@ async def deliver_event(h: Harness, repo: str, number: int, event: dict,
         ids[event["id"]] = review["id"]
         await h.deliver("pull_request_review", payloads.review(h.fake, repo, number, review))
     elif kind in ("thread_resolved", "thread_unresolved") and ids.get(event.get("comment_id")):
-        # Exported tasks (``bench.export``) carry people's thread actions: act them out too.
+        # Exported tasks (``bench.tasks.export``) carry people's thread actions: act them out too.
         try:
             root = ids[event["comment_id"]]
             thread = h.fake.resolve_thread(repo, number, root, user) \

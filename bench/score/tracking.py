@@ -27,8 +27,8 @@ from tracker.interdiff import interdiff
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect
 
+from ..tasks.mcr import Task
 from .metrics import TrackPair, live_class, settled_ok, tracking_scores
-from .tasks import Task
 
 
 @dataclass

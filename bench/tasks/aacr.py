@@ -47,7 +47,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .tasks import SCHEMA, Task, TaskError, parse_task
+from .mcr import SCHEMA, Task, TaskError, parse_task
 
 SOURCE = (
     "AACR-Bench v1.0 (github.com/alibaba/aacr-bench, Apache-2.0): a real GitHub PR with "
