@@ -1,11 +1,37 @@
-"""The roundwise GitHub App: webhook server, jobs, GitHub client and review engine.
+"""The roundwise bot: webhook server, jobs, code-host backends and review engine, in layers.
 
-Its rooms follow the data flow: ``server`` (the HTTP face) takes webhooks into ``jobs`` (the
-durable queue and what each job does), a job runs a ``round`` through ``review`` (the engine)
-over a forge (``forge``: the port; ``github``, ``gitlab``: the backends), keeps its memory in
-``store`` (the ledger and queue engines) and shows the result on the pull request (``pr``);
-``config`` holds the settings, ``cli`` the bot's ``roundwise`` subcommands.
+Each room (sub-package) imports only rooms in the layers below its own, never one beside or
+above it; lazy imports inside functions count too (``tests/test_layers.py`` holds it). From the
+ground up:
+
+1. ``observe``: the metrics every layer counts into (nothing imports the server for a counter).
+2. ``store``: the ledger and job queue engines (SQLite, PostgreSQL).
+3. ``forge``: the code-host port (``Forge``, the typed errors, paths made safe, the ``Host``
+   entry a backend hands the server, the app's shared-state keys and the budget of webhook
+   bodies not yet verified) and the local git forge.
+4. ``review``: the review engine (offline checks, the LLM reviewer, their settings).
+5. ``config``: the settings, the server's (its own and the engine's and ledger's it checks;
+   each backend hands in its own through the list at the top) and each repository's.
+6. ``pr``: what the bot shows on a pull request (summary, comments, check run).
+7. ``round``: one review round, gather → plan → publish → commit, and the surfaces that follow
+   the ledger between rounds.
+8. ``jobs``: the durable queue, its workers and what each kind of job does.
+9. ``github``, then ``gitlab``: the code-host backends, which plug into the port (GitLab still
+   borrows GitHub's retry policy and webhook body reader).
+10. ``server``: the HTTP face and the composition root, with the list of backends
+    (``bot.server.hosts``), which only the top layers read.
+11. ``cli``: the bot's ``roundwise`` subcommands.
+
+Data flows the other way: ``server`` takes webhooks into ``jobs``, a job runs a ``round``
+through ``review`` over a ``forge`` (a backend), keeps its memory in ``store`` and shows the
+result on the pull request (``pr``).
 """
 
-__all__ = ["cli", "config", "forge", "github", "gitlab", "jobs", "pr", "review", "round", "server",
-           "store"]
+#: the rooms from the ground up; a room imports only rooms of earlier layers
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("observe",), ("store",), ("forge",), ("review",), ("config",), ("pr",), ("round",),
+    ("jobs",), ("github",), ("gitlab",), ("server",), ("cli",),
+)
+
+__all__ = ["LAYERS", "cli", "config", "forge", "github", "gitlab", "jobs", "observe", "pr",
+           "review", "round", "server", "store"]

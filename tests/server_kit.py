@@ -33,10 +33,10 @@ from bench.fake_github import FakeGitHub
 from bench.replay import payloads
 from bench.replay.github import throwaway_key
 from bot.config.env import Config
+from bot.forge.appkeys import STATE
 from bot.github import RetryPolicy
 from bot.pr import render
 from bot.server.app import create_app
-from bot.server.appkeys import STATE
 from bot.server.serving import GuardedRunner
 from bot.store.ledger_sqlite import Ledger
 

@@ -1,7 +1,7 @@
 """The compose files agree with the server: settings it reads, commands it has, ports it serves.
 
 The images cannot be pulled here, so nothing is started: the files are parsed and checked
-against ``bot.config.env.SETTINGS``, the ``roundwise`` command line and the Dockerfile.
+against ``bot.server.hosts.SETTINGS``, the ``roundwise`` command line and the Dockerfile.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from bot.config.env import LOG_FORMATS, SETTINGS, retention_days
+from bot.config.env import LOG_FORMATS, retention_days
+from bot.server.hosts import SETTINGS
 from bot.store import is_postgres
 from roundwise.cli import build_parser
 

@@ -1,7 +1,7 @@
-"""The forge registry is the one place a code-host backend is added (``bot.forge.hosts``).
+"""The forge registry is the one place a code-host backend is added (``bot.server.hosts``).
 
 A fake backend, registered in-process for one test, must come out everywhere the registry
-feeds: its settings in ``bot.config.env.settings()`` (so README's table check names them when
+feeds: its settings in ``bot.server.hosts.settings()`` (so README's table check names them when
 README lacks them), its settings read by ``load_config`` (its problems listed with the others',
 and, configured, it serves alone: the GitHub App's settings are then not required), its
 webhook route mounted by the real server on 127.0.0.1, its client started on the server's
@@ -16,12 +16,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.config import env
-from bot.config.env import Config, ConfigError, load_config
-from bot.forge import hosts
+from bot.config.env import Config, ConfigError
+from bot.forge.appkeys import STATE
 from bot.forge.host import Host
+from bot.server import hosts
 from bot.server.app import create_app
-from bot.server.appkeys import STATE
 from bot.server.serving import GuardedRunner
 
 from .test_surface import readme_problems
@@ -85,20 +84,20 @@ def fake_registered(monkeypatch):
 
 
 def test_a_registered_backend_settings_join_the_settings_and_readme_check(fake_registered):
-    names = list(env.settings())
+    names = list(hosts.settings())
     assert names.index("GITLAB_TOKEN") < names.index("FAKEHUB_TOKEN") < names.index("ROUNDWISE_DB")
-    assert readme_problems(env.SETTINGS) == []
-    assert any("FAKEHUB_TOKEN" in line for line in readme_problems(env.settings()))
+    assert readme_problems(hosts.SETTINGS) == []
+    assert any("FAKEHUB_TOKEN" in line for line in readme_problems(hosts.settings()))
 
 
 def test_a_registered_backend_is_read_and_serves_alone(fake_registered):
-    config = load_config({"FAKEHUB_TOKEN": "fh_1"})  # no GitHub App: not required
+    config = hosts.load_config({"FAKEHUB_TOKEN": "fh_1"})  # no GitHub App: not required
     assert config.forges["fakehub"] == "fh_1" and config.app_id == "" and config.gitlab is None
     with pytest.raises(ConfigError) as raised:
-        load_config({"FAKEHUB_TOKEN": "nope"})
+        hosts.load_config({"FAKEHUB_TOKEN": "nope"})
     assert "FAKEHUB_TOKEN must start with fh_" in str(raised.value)
     with pytest.raises(ConfigError, match="GITHUB_APP_ID is not set"):
-        load_config({})  # nothing configured: GitHub's App is required, as before
+        hosts.load_config({})  # nothing configured: GitHub's App is required, as before
 
 
 async def test_the_server_mounts_a_registered_backend_and_gives_it_its_jobs(

@@ -12,11 +12,12 @@ import aiohttp
 import pytest
 
 from bench.fake_gitlab import FakeGitLab
-from bot.config.env import ConfigError, load_config
+from bot.config.env import ConfigError
 from bot.forge import InlineComment, Unprocessable
 from bot.github import RetryPolicy
 from bot.gitlab import GitLabClient, GitLabForge
 from bot.gitlab.ids import NOTE_BASE, from_note, repo_key, to_note, valid_project_path
+from bot.server.hosts import load_config
 
 BASE = "b" * 40
 HEAD1, HEAD2 = "1" * 40, "2" * 40

@@ -18,9 +18,10 @@ import time
 from urllib.parse import urlsplit
 
 from bot.config.bounds import ReviewLimits
+from bot.forge import unverified
 from bot.github import body as body_module
 from bot.github import client as github_client
-from bot.server import serving, unverified
+from bot.server import serving
 
 from .server_kit import NUMBER, REPO, Tap, open_pr, running_bot
 from .test_hostile_input import request_head

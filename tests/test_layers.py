@@ -112,6 +112,68 @@ def test_the_pipeline_check_sees_a_harness_import():
                                           ("bench.report", "bench.perf.ack")]
 
 
+def bot_rooms(root: Path = ROOT) -> set[str]:
+    """The rooms of ``bot``: its sub-packages and any module at its top level."""
+    return {path.name if path.is_dir() else path.stem for path in (root / "bot").iterdir()
+            if (path.is_dir() and (path / "__init__.py").exists())
+            or (path.suffix == ".py" and path.stem != "__init__")}
+
+
+def imports_against_the_order(graph: dict[str, set[str]],
+                              layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every import from one room of ``bot`` into a room of its own layer or one above, as
+    "module -> module (room, layer N, imports room, layer M)", lazy imports included."""
+    level = {room: n for n, layer in enumerate(layers, 1) for room in layer}
+    wrong = []
+    for name, targets in graph.items():
+        parts = name.split(".")
+        if parts[0] != "bot" or len(parts) < 2:
+            continue
+        for target in targets:
+            other = target.split(".")
+            if other[0] != "bot" or len(other) < 2 or other[1] == parts[1]:
+                continue
+            if level.get(other[1], 0) >= level.get(parts[1], 0):
+                wrong.append(f"{name} -> {target} ({parts[1]}, layer {level.get(parts[1])}, "
+                             f"imports {other[1]}, layer {level.get(other[1])})")
+    return sorted(wrong)
+
+
+def test_every_room_of_the_bot_has_its_layer():
+    from bot import LAYERS
+
+    placed = [room for layer in LAYERS for room in layer]
+    assert len(placed) == len(set(placed)), "a room is in two layers"
+    assert set(placed) == bot_rooms(), (
+        f"rooms without a layer in bot/__init__.py's LAYERS: {sorted(bot_rooms() - set(placed))}"
+        f"; layers naming no room: {sorted(set(placed) - bot_rooms())}")
+
+
+def test_the_bot_rooms_import_only_the_layers_below():
+    from bot import LAYERS
+
+    graph = import_graph()
+    wrong = imports_against_the_order(graph, LAYERS)
+    assert not wrong, f"{len(wrong)} import(s) against bot/__init__.py's layers:\n" + \
+        "\n".join(wrong)
+    # the check read the edges it must judge: lazy ones (a store's counter) among them
+    assert "bot.observe.metrics" in graph["bot.store.queue_sqlite"]
+
+
+def test_the_layer_check_names_each_import_against_the_order():
+    layers = (("observe",), ("store",), ("server",))
+    graph = {"bot.store.queue": {"bot.server.metrics", "bot.observe.metrics", "tracker.store"},
+             "bot.server.app": {"bot.store", "bot.server.logs"},
+             "bot.observe.metrics": {"bot.observe"}, "bot.new.thing": {"bot.store"},
+             "bot.store.sibling": {"bot.store.queue"}}
+    assert imports_against_the_order(graph, layers) == [
+        "bot.new.thing -> bot.store (new, layer None, imports store, layer 2)",
+        "bot.store.queue -> bot.server.metrics (store, layer 2, imports server, layer 3)"]
+    # two rooms of one layer may not import each other either
+    assert imports_against_the_order({"bot.a.x": {"bot.b"}}, (("a", "b"),)) == [
+        "bot.a.x -> bot.b (a, layer 1, imports b, layer 1)"]
+
+
 #: what talks to another machine: the tracker imports none of these (it does no network I/O;
 #: the ledger's engines, the PostgreSQL one among them, are ``bot.store``'s)
 NETWORK = {"aiohttp", "gidgethub", "gidgetlab", "http", "httpx", "litellm", "psycopg",

@@ -20,7 +20,7 @@ import aiohttp
 from bench.fake_github import FakeGitHub
 from bench.faults.chaos import SECRET, Server
 from bench.replay import payloads
-from bot.server import unverified
+from bot.forge import unverified
 
 from .server_kit import APP_ID, app_keys
 
@@ -91,7 +91,7 @@ async def test_unsigned_floods_leave_memory_low_and_signed_deliveries_fast(tmp_p
             statuses = json.loads(await asyncio.wait_for(flooder.stdout.read(), 60))
             await flooder.wait()
             # 401: read, hashed and refused; 408: too slow to arrive (a loaded machine); 429:
-            # over the unverified bodies one address may send at once (bot.server.unverified)
+            # over the unverified bodies one address may send at once (bot.forge.unverified)
             assert set(statuses[:20]) <= {401, 408, 429, 0} and set(statuses[20:]) <= {415, 0}
             assert statuses[:20].count(429) <= 20 - unverified.PER_PEER
             peak = peak_rss_mb(server.proc.pid)

@@ -9,9 +9,10 @@ import asyncio
 
 import pytest
 
-from bot.config.env import ConfigError, load_config, retention_days
+from bot.config.env import ConfigError, retention_days
 from bot.jobs import JobQueue
 from bot.jobs.retention import cutoff, prune_periodically
+from bot.server.hosts import load_config
 from bot.store import open_queue_store
 from roundwise.cli import main
 

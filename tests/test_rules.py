@@ -342,7 +342,7 @@ def test_a_fix_away_from_the_anchor_counts_inside_its_class_only():
 
 def test_an_outdated_review_comment_keeps_its_original_anchor():
     from bench.score.tracking import event_comment
-    from bot.github.payloads import comment_from_payload
+    from bot.jobs.payloads import comment_from_payload
 
     payload = {"id": 5, "user": {"login": "rev"}, "body": "rename this", "path": "a.py",
                "line": None, "start_line": None, "original_line": 12, "original_start_line": 10,

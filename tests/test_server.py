@@ -19,8 +19,9 @@ import pytest
 
 from bench.fake_github import FakeGitHub
 from bench.replay import payloads
-from bot.config.env import ConfigError, load_config
+from bot.config.env import ConfigError
 from bot.github import GitHubApp
+from bot.server.hosts import load_config
 
 from .conftest import needs_webhook_fixtures
 from .server_kit import (

@@ -22,9 +22,9 @@ import yaml
 
 from bench.fake_github import FakeGitHub
 from bot.cli.setup import DEFAULT_MANIFEST, build_manifest
-from bot.config.env import load_config
 from bot.config.envfile import load_env_file, parse_env
 from bot.github import GitHubApp
+from bot.server.hosts import load_config
 
 from .conftest import ROOT
 from .server_kit import APP_ID, app_keys

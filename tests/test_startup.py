@@ -90,7 +90,7 @@ def test_each_bad_value_is_one_line_and_exit_2(tmp_path, changes, names):
 
 
 def test_a_key_from_roundwise_api_key_satisfies_an_openai_compatible_model(tmp_path):
-    from bot.config.env import load_config
+    from bot.server.hosts import load_config
     from bot.server.startup import check_model
 
     env = base_env(tmp_path, ROUNDWISE_MODEL="openai/local", ROUNDWISE_API_KEY="sk-local",

@@ -16,8 +16,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.config.env import ConfigError, load_config
+from bot.config.env import ConfigError
 from bot.server.app import create_app
+from bot.server.hosts import load_config
 from bot.server.serving import GuardedRunner
 from bot.server.startup import startup_problems
 from bot.store import engines, open_ledger_store

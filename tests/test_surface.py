@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from bot.config.env import SETTINGS, load_config
+from bot.server.hosts import SETTINGS, load_config
 
 from .conftest import ROOT
 

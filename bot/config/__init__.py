@@ -1,12 +1,13 @@
 """The bot's settings: the server's (environment, ``.env``) and each repository's, and the review's bounds.
 
-``env`` (the server's configuration from the environment, checked at start-up; its ``SETTINGS``
-is README's settings table), ``envfile`` (the ``.env`` file ``roundwise setup`` writes and
+``env`` (the server's configuration from the environment, checked at start-up; with the
+code-host backends' settings, which ``bot.server.hosts`` hands in, it is README's settings
+table), ``envfile`` (the ``.env`` file ``roundwise setup`` writes and
 ``roundwise serve`` reads), ``repo_settings`` (per-repository settings from
 ``.github/roundwise.yml`` on the default branch) and ``bounds`` (how much of a pull request one
 round reviews).
 
-Nothing is imported here: ``env`` reads every backend's and the engine's settings, and the round
+Nothing is imported here: ``env`` reads the engine's and the ledger's settings, and the round
 that needs only ``bounds`` or ``repo_settings`` must not import them through this package.
 """
 

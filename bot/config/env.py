@@ -1,32 +1,36 @@
 """Server configuration from the environment, checked at start-up with messages that say how to fix.
 
-``SETTINGS`` lists every variable ``load_config`` reads (each code-host backend's, from
-``bot.forge.hosts``, and the LLM's, ``LLM_SETTINGS``), its meaning and default; README's
-settings table must say the same (a test compares them). The backends read their own settings
-(``Host.read``); ``Config.forges`` holds them by backend, GitHub's App and ``gitlab`` also in
-fields of their own. The LLM
-settings are parsed once, into ``Config.llm``, which the server's engine is built from.
+The server's own settings (``OWN_SETTINGS``, with the LLM's ``LLM_SETTINGS`` and the prompt
+context's ``CONTEXT_SETTINGS``) are read here; each code-host backend brings its own (its
+``bot.forge.host.Host`` entry: the settings and how they are read), and the list of backends
+is handed in by the layer that composes them (``bot.server.hosts``): ``settings_of(hosts)`` is
+every variable, README's settings table (a test compares them), and ``read_config(env, hosts)``
+the checked ``Config``. No backend is imported here. ``Config.forges`` holds the backends'
+settings by backend, GitHub's App and ``gitlab`` also in fields of their own. The LLM settings
+are parsed once, into ``Config.llm``, which the server's engine is built from.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..forge import hosts
-from ..github.host import DEFAULT_API_URL
-from ..gitlab.settings import GitLabConfig
+from ..forge.host import Host
 from ..review.llm_config import LLM_SETTINGS, LLMConfig
 from ..review.prompt_context import CONTEXT_SETTINGS
 from ..store.queue_base import sqlite_path
 from .bounds import ReviewLimits
 
-__all__ = ["OWN_SETTINGS", "SETTINGS", "Config", "ConfigError", "load_config", "settings"]
+__all__ = ["DEFAULT_API_URL", "OWN_SETTINGS", "Config", "ConfigError", "config_fields",
+           "read_config", "read_forges", "settings_of"]
+
+#: GitHub's REST base URL, the default of ``Config.api_url`` (GitHub's App, ``bot.github.host``)
+DEFAULT_API_URL = "https://api.github.com"
 
 
-#: the server's own variables, after the code-host backends' (``bot.forge.hosts``)
+#: the server's own variables, after the code-host backends' (``settings_of``)
 OWN_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_DB": (("the ledger and job queue: a SQLite file (a path or sqlite:///PATH, one "
                       "server) or postgresql://USER@HOST/DB[?schema=NAME] (any number of "
@@ -56,13 +60,29 @@ OWN_SETTINGS: dict[str, tuple[str, str]] = {
 }
 
 
-def settings() -> dict[str, tuple[str, str]]:
-    """Every environment variable of the server, name -> (meaning, default): each registered
-    backend's, then the server's own."""
-    return {**hosts.settings(), **OWN_SETTINGS}
+def settings_of(hosts: Sequence[Host]) -> dict[str, tuple[str, str]]:
+    """Every environment variable of a server with these backends, name -> (meaning, default):
+    each backend's, in the list's order, then the server's own."""
+    return {**{name: meaning for host in hosts for name, meaning in host.settings.items()},
+            **OWN_SETTINGS}
 
 
-SETTINGS = settings()
+def read_forges(env: Mapping[str, str], problems: list[str],
+                hosts: Sequence[Host]) -> dict[str, Any]:
+    """Each backend's settings by name (None: not configured). The later entries are read
+    first, so the first, the default backend, knows whether it is required; problems are
+    appended in that order."""
+    first, *others = hosts
+    found = {host.name: host.read(env, problems, False) for host in others}
+    found[first.name] = first.read(env, problems,
+                                   all(value is None for value in found.values()))
+    return {host.name: found[host.name] for host in hosts}
+
+
+def config_fields(forges: Mapping[str, Any], hosts: Sequence[Host]) -> dict[str, Any]:
+    """The ``Config`` fields the backends' settings fill (GitHub's App, ``gitlab``)."""
+    return {key: value for host in hosts for key, value in host.fields(forges[host.name]).items()}
+
 
 LOG_FORMATS = ("text", "json")
 
@@ -86,9 +106,9 @@ class Config:
     log_format: str = "text"
     retention_days: float = 14.0  # processed deliveries and finished jobs (bot.jobs.retention)
     job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
-    gitlab: GitLabConfig | None = None  # None: no GitLab (bot.gitlab)
+    gitlab: Any = None  # bot.gitlab.settings.GitLabConfig; None: no GitLab
     review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.config.bounds
-    #: every code-host backend's settings by name, as ``bot.forge.hosts`` read them
+    #: every code-host backend's settings by name, as ``read_forges`` read them
     forges: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -127,11 +147,12 @@ def retention_days(value: str | None) -> float:
     return days
 
 
-def load_config(env: Mapping[str, str] | None = None) -> Config:
-    """Read and check every setting; raises ConfigError listing all problems at once."""
+def read_config(env: Mapping[str, str] | None, hosts: Sequence[Host]) -> Config:
+    """Read and check every setting of a server with these backends (``bot.server.hosts``
+    hands in its list); raises ConfigError listing all problems at once."""
     env = os.environ if env is None else env
     problems: list[str] = []
-    forges = hosts.read_forges(env, problems)  # GitHub, GitLab, ... (bot.forge.hosts)
+    forges = read_forges(env, problems, hosts)  # GitHub, GitLab, ...
 
     workers = env.get("ROUNDWISE_WORKERS") or "4"
     try:
@@ -205,7 +226,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if problems:
         raise ConfigError("roundwise cannot start:\n  - " + "\n  - ".join(problems))
     return Config(
-        **hosts.config_fields(forges),
+        **config_fields(forges, hosts),
         db_path=sqlite_path(db),
         llm=llm,
         workers=n_workers,

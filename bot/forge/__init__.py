@@ -5,8 +5,10 @@ errors; re-exported here, so ``from bot.forge import Forge`` reads as the port),
 (paths and line numbers from outside made safe, for every backend) and ``localgit``
 (``LocalGitForge``, the read side over a local git repository, for ``roundwise review``). The
 GitHub and GitLab backends are the packages ``bot.github`` and ``bot.gitlab``; ``host`` says
-what a backend hands the settings and the server (a ``Host`` entry) and ``hosts`` lists them
-(not imported here: it imports the backends, which import this port).
+what a backend hands the settings and the server (a ``Host`` entry; the list of them is the
+server's, ``bot.server.hosts``), ``appkeys`` the typed keys of the server's shared state its
+routes read, and ``unverified`` the budget of webhook bodies read before their signature can
+be checked, which every backend's webhook route draws on.
 """
 
 from .port import (
@@ -29,5 +31,5 @@ from .port import (
 
 __all__ = ["Comment", "Forbidden", "Forge", "ForgeError", "ForgeReader", "InlineComment",
            "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Review", "Thread",
-           "Unauthorized", "Unavailable", "Unprocessable", "confine", "host", "hosts", "localgit",
-           "port"]
+           "Unauthorized", "Unavailable", "Unprocessable", "appkeys", "confine", "host",
+           "localgit", "port", "unverified"]

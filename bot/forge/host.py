@@ -1,6 +1,6 @@
 """What a code-host backend hands the server and the settings: one ``Host`` entry.
 
-``bot.forge.hosts`` lists the entries; ``bot.config.env`` and ``bot.server.app`` loop over
+``bot.server.hosts`` lists the entries; ``bot.config.env`` and ``bot.server.app`` loop over
 them, so adding a backend is its package plus one line there, never a change to the settings
 code or the composition root. An entry says: the backend's settings (README's settings table
 lists them), how they are read from the environment (each problem one line, as every setting's),
@@ -46,7 +46,7 @@ class Host:
     """One code-host backend, as the settings and the server see it."""
 
     name: str
-    #: environment variable -> (meaning, default), as ``bot.config.env.SETTINGS``
+    #: environment variable -> (meaning, default), as ``bot.server.hosts.SETTINGS``
     settings: Mapping[str, tuple[str, str]]
     #: ``read(env, problems, required)``: the backend's settings, None when not configured;
     #: appends one line per problem. ``required``: no other backend is configured.

@@ -1,9 +1,9 @@
-"""The GitHub backend: the App's client, its errors, webhooks, payloads and the forge over them.
+"""The GitHub backend: the App's client, its errors, webhooks and the forge over them.
 
 ``client`` (App JWTs, installation tokens, REST and GraphQL with retries), ``errors`` (the typed
-tree), ``webhooks`` (``POST /webhook``: signature, routing, durable jobs), ``payloads`` (GitHub's
-comment payloads as tracker values), ``forge`` (``GitHubForge``, the round's port) and
-``host`` (the App's settings and what the server mounts: ``bot.forge.hosts``'s entry).
+tree), ``webhooks`` (``POST /webhook``: signature, routing, durable jobs), ``body`` (the
+bounded, verified read of a webhook body), ``forge`` (``GitHubForge``, the round's port) and
+``host`` (the App's settings and what the server mounts: ``bot.server.hosts``'s entry).
 """
 
 from .client import GitHubApp, RepoClient, RetryPolicy, files_to_diff, graphql_endpoint
@@ -11,4 +11,4 @@ from .errors import GitHubError
 from .forge import GitHubForge
 
 __all__ = ["GitHubApp", "GitHubError", "GitHubForge", "RepoClient", "RetryPolicy", "body", "client",
-           "errors", "files_to_diff", "forge", "graphql_endpoint", "host", "payloads", "webhooks"]
+           "errors", "files_to_diff", "forge", "graphql_endpoint", "host", "webhooks"]

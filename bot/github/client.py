@@ -42,7 +42,7 @@ from gidgethub.aiohttp import GitHubAPI
 from tracker.gitpath import quote as git_quote
 
 from ..forge.confine import repo_path
-from ..server import metrics
+from ..observe import metrics
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
 
 log = logging.getLogger(__name__)

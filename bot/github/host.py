@@ -1,4 +1,4 @@
-"""The GitHub backend's entry in ``bot.forge.hosts``: the App's settings and ``POST /webhook``.
+"""The GitHub backend's entry in ``bot.server.hosts``: the App's settings and ``POST /webhook``.
 
 ``read`` checks the App's settings (its id, its private key, the webhook secret, the REST base
 URL) with messages that say how to fix each; they are required unless another backend is
@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config.env import DEFAULT_API_URL
+from ..forge.appkeys import STATE
 from ..forge.host import Handle, Host
-from ..server.appkeys import STATE
 from .client import GitHubApp
 from .forge import GitHubForge
 from .webhooks import handle_webhook
@@ -23,9 +24,7 @@ from .webhooks import handle_webhook
 __all__ = ["APP_VARS", "CLIENT_ID", "DEFAULT_API_URL", "GITHUB", "SETTINGS", "GitHubService",
            "read"]
 
-DEFAULT_API_URL = "https://api.github.com"
-
-#: name -> (meaning, default), as ``bot.config.env.SETTINGS``
+#: name -> (meaning, default), as ``bot.server.hosts.SETTINGS``
 SETTINGS: dict[str, tuple[str, str]] = {
     "GITHUB_APP_ID": ("the App's numeric id (or its client id, Iv...)", "required"),
     "GITHUB_PRIVATE_KEY": ("the App's PEM private key, inline", "this or the path required"),

@@ -18,10 +18,10 @@ from aiohttp import web
 
 from tracker.intake import MAX_COMMENT
 
+from ..forge.appkeys import STATE, UNVERIFIED
+from ..forge.unverified import Refused
 from ..jobs.slash_commands import parse_command
-from ..server import metrics
-from ..server.appkeys import STATE, UNVERIFIED
-from ..server.unverified import Refused
+from ..observe import metrics
 from .body import MAX_BODY, BodyRefused, parse_payload, read_signed
 from .client import valid_full_name
 
@@ -198,7 +198,7 @@ async def handle_webhook(request: web.Request) -> web.Response:
     try:  # bot.github.body: no inflating, a size cap and a deadline before the signature
         if not _arriving(request):
             body = await read_signed(request, state.config.webhook_secret)
-        else:  # still arriving: under the budget of unverified bodies (bot.server.unverified)
+        else:  # still arriving: under the budget of unverified bodies (bot.forge.unverified)
             with request.app[UNVERIFIED].slot(request.remote, request.transport):
                 body = await read_signed(request, state.config.webhook_secret)
     except Refused as exc:

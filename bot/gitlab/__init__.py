@@ -5,7 +5,7 @@ gidgetlab, with retries), ``errors`` (the typed tree), ``diffs`` (GitLab's diff 
 positions), ``ids`` (how MRs and notes are named in the shared ledger), ``forge``
 (``GitLabForge``), ``webhooks`` (``POST /gitlab/webhook``), ``jobs`` (GitLab's jobs before the
 host-neutral handlers), ``service`` (what the server mounts) and ``host`` (its entry in
-``bot.forge.hosts``).
+``bot.server.hosts``).
 """
 
 from .client import GitLabClient, ProjectClient

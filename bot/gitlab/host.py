@@ -1,4 +1,4 @@
-"""The GitLab backend's entry in ``bot.forge.hosts``: its settings and ``POST /gitlab/webhook``.
+"""The GitLab backend's entry in ``bot.server.hosts``: its settings and ``POST /gitlab/webhook``.
 
 GitLab is optional: it is configured when ``GITLAB_TOKEN`` is set (``settings.GitLabConfig``),
 and then mounted as ``service.GitLabService``, which owns the ``gitlab:`` repositories' jobs.

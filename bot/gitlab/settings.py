@@ -1,6 +1,6 @@
 """The GitLab backend's settings: a project or group access token, the instance, the hook secret.
 
-``SETTINGS`` joins ``bot.config.env.SETTINGS`` (README's settings table lists them);
+``SETTINGS`` joins ``bot.server.hosts.SETTINGS`` (README's settings table lists them);
 ``GitLabConfig.from_env`` reads them, and is None when ``GITLAB_TOKEN`` is unset (the server
 then serves GitHub only). A server may serve GitLab alone: the GitHub App's settings are then
 not required.
@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_GITLAB_URL", "SETTINGS", "GitLabConfig"]
 
 DEFAULT_GITLAB_URL = "https://gitlab.com"
 
-#: name -> (meaning, default), as ``bot.config.env.SETTINGS``
+#: name -> (meaning, default), as ``bot.server.hosts.SETTINGS``
 SETTINGS: dict[str, tuple[str, str]] = {
     "GITLAB_TOKEN": (("a project or group access token (role Developer or above, scope "
                       "`api`); set it to review GitLab merge requests"), "unset"),

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
+from ..forge.appkeys import STATE
 from ..github.body import MAX_BODY, READ_TIMEOUT, parse_payload
-from ..server import metrics
-from ..server.appkeys import STATE
+from ..observe import metrics
 from .ids import REPO_PREFIX, repo_key, valid_project_path
 
 __all__ = ["GITLAB_APP", "MAX_SKEW", "handle_gitlab_webhook", "route", "verify_signature"]

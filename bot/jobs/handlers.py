@@ -4,7 +4,7 @@
 comments, replies and thread resolutions go into the ledger through ``tracker.intake``;
 ``/roundwise`` commands are checked (write access for resolve/ignore/unmute, through the API)
 and carried out. Whatever a job changes in the ledger, every surface that shows it follows
-(``bot.pr.surfaces``). Every action stays inside the repository and pull request the job came
+(``bot.round.surfaces``). Every action stays inside the repository and pull request the job came
 from.
 """
 
@@ -20,13 +20,13 @@ from tracker.models import DecidedBy, Decision, SignalKind
 from tracker.store import LedgerStore
 
 from ..forge import ForgeError
-from ..github.payloads import code_from_hunk, comment_from_payload
 from ..pr import render
-from ..pr.surfaces import refresh_surfaces
 from ..round import RoundRunner
+from ..round.surfaces import refresh_surfaces
 from ..store.offload import off_loop
 from . import live
 from .forced import PER_HOUR, may_force, recent_forced
+from .payloads import code_from_hunk, comment_from_payload
 from .queue import Job, JobQueue, RetryLater
 from .slash_commands import NEEDS_WRITE, parse_command
 
@@ -136,7 +136,7 @@ class Handlers:
 
     async def _refresh(self, job: Job, changed: list[str] = ()) -> None:
         """A person changed the ledger: the summary, the check and the threads of ``changed``
-        defects follow, once each (``bot.pr.surfaces``)."""
+        defects follow, once each (``bot.round.surfaces``)."""
         pr = await self._db(self.ledger.find_pull_request, job.repo, job.number)
         if pr is not None:
             await refresh_surfaces(self.rounds.forge(job), self.ledger, pr,

@@ -19,7 +19,7 @@ from tracker import learnings
 from tracker.store import LedgerStore
 from tracker.verdicts import refresh, summarise
 
-from ..server.metrics import REGISTRY
+from ..observe.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

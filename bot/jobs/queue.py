@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.store.ledger_sqlite import Ledger
 
-from ..server import metrics
+from ..observe import metrics
 from ..store import DB_ERRORS, Job, QueueStore
 from ..store.queue_sqlite import SqliteQueueStore
 

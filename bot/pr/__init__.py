@@ -2,11 +2,11 @@
 
 ``render`` (inline comments, thread replies, hidden markers), ``summary`` (the sticky summary
 comment), ``overview`` (the changed files at a glance, at the summary's top), ``quiet`` (people's
-text quoted without pinging anyone), ``checks`` (the merge gate's check run) and ``surfaces``
-(after people change the ledger between rounds, every surface follows).
+text quoted without pinging anyone) and ``checks`` (the merge gate's check run). The round
+(``bot.round``) posts them, and keeps them in step between rounds (``bot.round.surfaces``).
 
 Nothing is imported here: the round's publish step needs ``render`` and ``summary`` without the
-check run's or the surfaces' imports.
+check run's imports.
 """
 
-__all__ = ["checks", "overview", "quiet", "render", "summary", "surfaces"]
+__all__ = ["checks", "overview", "quiet", "render", "summary"]

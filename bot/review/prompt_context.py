@@ -73,7 +73,7 @@ def _insert(messages: list[dict], block: str) -> list[dict]:
     return out
 
 
-# The variables ``ContextProvider.from_env`` reads; ``bot.config.env.SETTINGS`` lists them too.
+# The variables ``ContextProvider.from_env`` reads; ``bot.server.hosts.SETTINGS`` lists them too.
 CONTEXT_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_REPOS": ("a folder of repository checkouts named <owner>__<repo>",
                         "unset"),

@@ -4,7 +4,8 @@
 inputs)`` reviews them into a typed ``RoundPlan`` (no forge, no ledger); ``publish(forge, ...)``
 posts it and returns a ``RoundRecord``; ``commit(store, ...)`` writes both into the ledger in one
 transaction. ``RoundRunner`` runs the steps for the server; ``roundwise review`` runs gather,
-plan and commit on a local git forge.
+plan and commit on a local git forge. Between rounds, when people change the ledger,
+``surfaces.refresh_surfaces`` brings the summary, the check run and the threads in step.
 """
 
 from .commit import commit
@@ -15,4 +16,4 @@ from .runner import RoundRunner
 
 __all__ = ["NewDefect", "RoundInputs", "RoundPlan", "RoundRecord", "RoundRunner", "commit",
            "gather", "handover", "plan", "post_summary", "publish", "read_settings", "runner",
-           "summary_body", "threads"]
+           "summary_body", "surfaces", "threads"]

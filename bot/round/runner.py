@@ -22,10 +22,10 @@ from tracker.store import LedgerStore
 from ..config.bounds import DEFAULT as DEFAULT_LIMITS
 from ..config.bounds import ReviewLimits
 from ..forge import Comment, Forge
-from ..jobs import Job
+from ..observe import metrics
 from ..pr import checks
 from ..review.engine import Engine
-from ..server import metrics
+from ..store import Job
 from ..store.offload import off_loop
 from .commit import commit
 from .gather import gather, read_settings

@@ -1,7 +1,7 @@
 """The aiohttp application: routes, start-up and shutdown, and ``roundwise serve``.
 
 ``create_app(config)`` builds the app: each configured code-host backend's webhook route
-(``bot.forge.hosts``: ``POST /webhook`` for the GitHub App, ``POST /gitlab/webhook`` with
+(``bot.server.hosts``: ``POST /webhook`` for the GitHub App, ``POST /gitlab/webhook`` with
 GitLab configured), ``GET /healthz``
 and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.server.home``). It opens
 the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
@@ -24,21 +24,23 @@ from aiohttp import web
 from tracker.serial import PRSerializer
 from tracker.store import LedgerStore
 
-from ..config.env import Config, ConfigError, load_config
-from ..forge import Forge, hosts
+from ..config.env import Config, ConfigError
+from ..forge import Forge
+from ..forge.appkeys import STATE, UNVERIFIED
+from ..forge.unverified import UnverifiedBodies
 from ..github import GitHubApp, RetryPolicy
 from ..jobs import JobQueue, Workers
 from ..jobs.handlers import Handlers
 from ..jobs.retention import prune_periodically
+from ..observe import metrics
 from ..review.engine import Engine, offline_engine
+from ..review.offline import tempclean
 from ..round import RoundRunner
 from ..store import engine_of, off_loop, open_ledger_store, open_queue_store
 from ..store.queue_base import redact
-from . import health, metrics, tempclean
-from .appkeys import STATE, UNVERIFIED
+from . import health, hosts
 from .disconnects import disconnects
 from .logs import with_job_context
-from .unverified import UnverifiedBodies
 
 log = logging.getLogger("roundwise")
 
@@ -105,8 +107,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
     state = State(config=config, ledger=ledger,
                   queue=JobQueue(store=queue_store, lease=config.job_lease))
     app[STATE] = state
-    app[UNVERIFIED] = UnverifiedBodies()  # bot.server.unverified: slow bodies cannot take every slot
-    # bot.forge.hosts: each configured backend adds its webhook route (GitHub: with an App)
+    app[UNVERIFIED] = UnverifiedBodies()  # bot.forge.unverified: slow bodies cannot take every slot
+    # bot.server.hosts: each configured backend adds its webhook route (GitHub: with an App)
     services = [service for service in (host.mount(app, config) for host in hosts.HOSTS)
                 if service is not None]
     app.router.add_get("/", home)
@@ -182,7 +184,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None
         print(f"roundwise cannot start:\n  - {exc}", file=sys.stderr)
         return 2
     try:
-        config = load_config()
+        config = hosts.load_config()
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ import html
 
 from aiohttp import web
 
-from .appkeys import STATE
+from ..forge.appkeys import STATE
 
 __all__ = ["docs", "home", "readme"]
 

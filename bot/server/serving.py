@@ -22,7 +22,7 @@ import time
 from aiohttp import web
 from aiohttp.web_server import Server
 
-from .unverified import oldest_reading
+from ..forge.unverified import oldest_reading
 
 __all__ = ["GC_THRESHOLDS", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "GuardedRunner", "settle_heap"]
 
@@ -63,7 +63,7 @@ class _CappedServer(Server):
                          and not h._messages), None)
             self._warn(f"{len(self._connections)} connections open: "
                        + ("closing the oldest idle one" if idle else "refusing new ones"))
-            if idle is None:  # the oldest unverified body being read gives way (bot.server.unverified)
+            if idle is None:  # the oldest unverified body being read gives way (bot.forge.unverified)
                 reader = oldest_reading()
                 if reader is not None:
                     reader.close()

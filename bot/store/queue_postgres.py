@@ -279,7 +279,7 @@ class PostgresQueueStore:
             conn.execute("update deliveries set processed_at = %s, outcome = %s "
                          "where id = %s",
                          [now(), "skipped: superseded by a newer push", job["delivery_id"]])
-            from bot.server import metrics
+            from bot.observe import metrics
 
             metrics.JOBS.labels(kind="round", outcome="skipped").inc()
             return "skipped"

@@ -208,7 +208,7 @@ class SqliteQueueStore:
             conn.execute(
                 "update deliveries set processed_at = ?, outcome = ? where id = ?",
                 [now(), "skipped: superseded by a newer push", job["delivery_id"]])
-            from bot.server import metrics
+            from bot.observe import metrics
 
             metrics.JOBS.labels(kind="round", outcome="skipped").inc()
             return "skipped"

@@ -20,7 +20,7 @@ from typing import Any
 
 import litellm
 
-from ...server import metrics
+from ...observe import metrics
 from ..engine import Usage
 from ..llm_config import LLMConfig
 from .parse import OutputError

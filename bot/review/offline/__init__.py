@@ -27,7 +27,8 @@ code from comments and blanks string contents, so a rule about code does not fir
 string or a comment and a rule about comments does not fire on code.
 
 The package follows those parts: ``languages``, ``lexer``, ``files`` (``ChangedFile``),
-``rules`` (the table), ``ruff`` and ``notes`` (E.4); this module runs them on one round.
+``rules`` (the table), ``ruff`` (with ``tempclean``, which removes the scratch folders of a
+killed run) and ``notes`` (E.4); this module runs them on one round.
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ __all__ = [
     "review_offline",
     "ruff",
     "rules",
+    "tempclean",
 ]
 
 MAX_PER_RULE_PER_FILE = 5  # the first few hits of one rule in one file are enough to act on

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ...server import tempclean
 from .files import ChangedFile
 from .languages import PYTHON
 from .rules import (
@@ -24,6 +23,7 @@ from .rules import (
     Hit,
     looks_secret,
 )
+from .tempclean import prefix as scratch_prefix
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def _ruff_hits(ruff: str, targets: list[ChangedFile], ran: list | None = None
     """Run ruff once on the head text of the given Python files; yield (file, diagnostic).
     ``ran`` (when given) gets ``True`` appended once ruff's answer was read: yielding nothing
     then means ruff found nothing, not that it failed."""
-    with tempfile.TemporaryDirectory(prefix=tempclean.prefix()) as tmp:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix()) as tmp:
         root = os.path.realpath(tmp)
         by_file: dict[str, ChangedFile] = {}
         for i, cf in enumerate(targets):

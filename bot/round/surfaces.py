@@ -17,11 +17,11 @@ from tracker.lifecycle import State
 from tracker.store import LedgerStore
 
 from ..forge import Forge, NotFound
-from ..round import RoundPlan, post_summary, summary_body
-from ..round.publish import body_sha
-from ..round.threads import sync_threads
+from ..pr import checks
 from ..store.offload import off_loop
-from . import checks
+from . import RoundPlan, post_summary, summary_body
+from .publish import body_sha
+from .threads import sync_threads
 
 __all__ = ["refresh_surfaces", "thread_wanted"]
 

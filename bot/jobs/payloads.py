@@ -1,6 +1,8 @@
-"""GitHub's webhook payloads turned into the tracker's values (people's comments and their code).
+"""A comment job's payload turned into the tracker's values (people's comments and their code).
 
-Kept beside the GitHub client because these shapes are GitHub's: another forge brings its own.
+The shape is GitHub's webhook comment, which the GitHub backend queues as it came and the
+GitLab backend translates its notes into (``bot.gitlab.jobs``), so the host-neutral handlers
+(``bot.jobs.handlers``) read one shape whichever host the comment came from.
 """
 
 from __future__ import annotations
