@@ -7,8 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from .score import risk
 from .score.tracking import pair_records, replay_tasks, score_replays
 from .tasks.mcr import TaskError, load_tasks
+from .tune.calibration import held_out_records
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -149,14 +151,20 @@ def cmd_tracking(args) -> int:
     if args.baseline == "naive":
         baseline = score_replays(replay_tasks(tasks, decide=naive_decide))
         scores["baseline"] = baseline
+    records = [r for replay in replays for r in pair_records(replay)]
+    fitted = risk.figures(records)
+    held = risk.figures(held_out_records(records))
+    scores["risk"] = {"shipped_table": fitted, "leave_one_repository_out": held}
     if args.json:
         print(json.dumps(scores, indent=2))
     else:
         print(tracking_table(scores, baseline))
+        print(risk.table(held, "confidence, leave-one-repository-out"))
+        print(risk.table(fitted, "confidence, shipped table (fitted where it saw these tasks)"))
     if args.by_rule:
         print(rule_table(replays))
-    records = [r for replay in replays for r in pair_records(replay)] \
-        if args.errors or args.pairs else []
+        print("per rule and repository (live pairs)")
+        print(risk.rules_table(held))
     if args.errors:
         for r in records:
             if not r["right"]:

@@ -9,6 +9,7 @@ import pytest
 from bench.tune import calibration as fit_tracking
 from tracker import calibration
 from tracker.calibration import Calibration, unsure_label
+from tracker.profile import SIGNALS
 
 
 def test_a_rules_rate_is_shrunk_toward_the_pooled_rate():
@@ -16,11 +17,50 @@ def test_a_rules_rate_is_shrunk_toward_the_pooled_rate():
                              ("b", False), ("b", False)])
     assert table.counts == {"a": (2, 3), "b": (1, 3)}
     assert table.base_rate == pytest.approx(0.5)  # 3 right of 6
-    # (right + 4 * 0.5) / (pairs + 4): (2 + 2) / 7 and (1 + 2) / 7, whatever the own confidence
-    assert table.confidence("a", 0.9) == pytest.approx(4 / 7)
-    assert table.confidence("b+overturned", 0.8) == pytest.approx(3 / 7)
-    assert table.confidence("never-seen", 0.7) == pytest.approx(0.5)  # (0 + 2) / 4
+    # one repository each: no spread measured, so the mean (right + 4 * 0.5) / (pairs + 4) is
+    # credited less Z standard deviations of its own uncertainty
+    mean = 4 / 7
+    sd = (mean * (1 - mean) * (1 + 2 * 0) / 7) ** 0.5
+    assert table.confidence("a", 0.9) == pytest.approx(mean - calibration.Z * sd)
+    # a rule never seen: the pooled rate, with a prior's worth of uncertainty (no spread here)
+    assert table.confidence("never-seen", 0.7) == pytest.approx(0.5 - calibration.Z * (0.25 * 0.25) ** 0.5)
+    assert table.confidence("b+overturned", 0.8) < table.confidence("a", 0.9)
     assert Calibration().confidence("a", 0.7) == 0.7  # no table: the rule's own
+
+
+def _outcomes(rule: str, per_repo: dict[str, tuple[int, int]]) -> list[tuple]:
+    return [(rule, i < right, repo) for repo, (right, n) in per_repo.items() for i in range(n)]
+
+
+def test_a_rule_right_in_one_repository_and_wrong_in_another_is_unsure_for_a_third():
+    steady = _outcomes("steady", {"r1": (6, 7), "r2": (7, 8), "r3": (7, 8), "r4": (6, 7)})
+    # the same 26 right of 30 pooled, but all wrong in one repository
+    fickle = _outcomes("fickle", {"r1": (10, 10), "r2": (10, 10), "r3": (6, 6), "r4": (0, 4)})
+    table = Calibration.fit(steady + fickle)
+    pooled = {rule: right / n for rule, (right, n) in table.counts.items()}
+    assert pooled["fickle"] == pooled["steady"]  # pooled, the two look alike
+    assert not calibration.unsure(Calibration.fit([(r, ok) for r, ok, _ in steady + fickle])
+                                  .confidence("fickle", 0.9))  # and one pool calls both sure
+    # by repository, the fickle one is unsure on a fifth repository and the steady one is not
+    assert calibration.unsure(table.confidence("fickle", 0.9))
+    assert not calibration.unsure(table.confidence("steady", 0.9))
+
+
+def test_signals_that_agree_raise_and_signals_that_conflict_lower_the_chance():
+    table = Calibration.fit(_outcomes("anchor-untouched", {"r1": (8, 10), "r2": (8, 10)}),
+                            weights={"O:near_changed": -1.2, "O:other_files": -0.4,
+                                     "R:tests_changed": 0.8})
+    alone = table.confidence("anchor-untouched", 0.8, {"near_changed": False}, "Open")
+    against = table.confidence("anchor-untouched", 0.8, {"near_changed": True,
+                                                          "other_files": True}, "Open")
+    assert against < alone
+    assert table.contributions({"near_changed": True, "other_files": True}, "Open")[0] == \
+        ("near_changed", -1.2)
+    # the same signal for the other answer carries the other answer's weight (none here)
+    assert table.confidence("anchor-untouched", 0.8, {"near_changed": True}, "Resolved") == \
+        pytest.approx(table.confidence("anchor-untouched", 0.8, {}, "Resolved"))
+    why = table.explain("anchor-untouched", {"near_changed": True}, "Open")
+    assert "right in 16 of 20 pairs, in 2 of 2 repositories" in why and "near changed -" in why
 
 
 def test_unsure_labels_by_state():
@@ -48,9 +88,10 @@ def test_leave_one_repository_out_never_uses_the_held_out_repository():
     rows = [{"repo": "x", "rule": "r", "own": 0.5, "right": True},
             {"repo": "x", "rule": "r", "own": 0.5, "right": True},
             {"repo": "y", "rule": "r", "own": 0.5, "right": False}]
-    # x's rows see only y's (0 of 1, pooled rate 0): 0 / 5; y's see x's two right (rate 1):
-    # (2 + 4) / 6
-    assert fit_tracking.held_out(rows) == pytest.approx([0.0, 0.0, 1.0])
+    # x's rows see only y's (0 of 1 right, so the pooled rate is 0): the floor; y's see only
+    # x's two right ones (rate 1): the ceiling
+    held = fit_tracking.held_out(rows)
+    assert held[0] == held[1] < 0.01 and held[2] > 0.99
 
 
 def test_the_table_shipped_with_the_tracker_is_the_one_the_script_writes(tmp_path):
@@ -58,6 +99,13 @@ def test_the_table_shipped_with_the_tracker_is_the_one_the_script_writes(tmp_pat
     assert data["written_by"] == "python -m bench.tune.calibration --write"
     assert all(0 <= v["right"] <= v["pairs"] for v in data["rules"].values())
     assert "anchor-untouched" in data["rules"] and "stays-resolved" in data["rules"]
+    for row in data["rules"].values():  # per repository, adding up to the pooled counts
+        assert sum(r for r, _ in row["by_repository"].values()) == row["right"]
+        assert sum(n for _, n in row["by_repository"].values()) == row["pairs"]
+        assert len(row["by_repository"]) == row["repositories"]
+    assert set(data["signals"]) and all(k.split(":")[-1] in SIGNALS or k.startswith("ans=")
+                                        or k == "live" for k in data["signals"])
+    assert calibration.current().weights == data["signals"]
 
 
 def test_switched_off_the_rules_own_confidences_stand(monkeypatch):

@@ -288,3 +288,36 @@ def test_an_untracked_open_defect_is_a_wrong_record_as_the_scores_count_it():
     record = next(r for r in pair_records(replay) if r["defect"] == "D2" and r["round"] == 2)
     assert (record["gold"], record["answer"], record["right"]) == ("Open", None, False)
     assert score_replays([replay])["untracked"] == 1
+
+
+def test_tracking_json_carries_risk_and_coverage_fitted_and_leave_one_repository_out(capsys):
+    assert main(["bench", "tracking", "--tasks", str(EXAMPLES), "--json"]) == 0
+    risk = json.loads(capsys.readouterr().out)["risk"]
+    assert set(risk) == {"shipped_table", "leave_one_repository_out"}
+    for figures in risk.values():
+        assert figures["live"] == 9 and figures["decisions"] >= figures["live"]
+        cover = {c["coverage"]: c for c in figures["coverage"]}
+        assert list(cover) == [0.5, 0.7, 0.9, 1.0]
+        assert cover[1.0]["decisions"] == 9 and cover[0.5]["decisions"] in (4, 5)
+        assert cover[1.0]["accuracy"] == 1.0  # the examples' answers are all right
+        assert 0 <= figures["brier"] <= 1 and 0 <= figures["sure_share"] <= 1
+        assert figures["sure_resolved"]["n"] + figures["sure_open"]["n"] == \
+            round(figures["sure_share"] * 9)
+        assert sum(b["decisions"] for b in figures["reliability"]) == figures["decisions"]
+        assert sum(r["pairs"] for r in figures["rules"]) == 9
+        assert all(r["repositories_right"] <= r["repositories"] for r in figures["rules"])
+    # held out, each repository is predicted by the other's rules only: another model
+    assert risk["shipped_table"]["brier"] != risk["leave_one_repository_out"]["brier"]
+
+
+def test_coverage_ranks_by_confidence_and_scores_the_most_confident_share():
+    from bench.risk import figures
+
+    records = [{"live": True, "right": i < 6, "answer": "Resolved", "gold": "Resolved",
+                "confidence": 0.9 - i * 0.05, "rule": "r", "repo": f"x{i % 2}"}
+               for i in range(10)]
+    out = figures(records, sure=0.75)
+    cover = {c["coverage"]: c["accuracy"] for c in out["coverage"]}
+    assert cover[0.5] == 1.0 and cover[1.0] == 0.6  # the five most confident are the right ones
+    assert out["sure_share"] == 0.4 and out["sure_resolved"] == {"n": 4, "precision": 1.0}
+    assert out["rules"][0]["repositories"] == 2 and out["rules"][0]["spread"] == 0.0

@@ -36,6 +36,7 @@ from .anchors import (
 from .diffindex import changes
 from .lifecycle import State, carry_forward
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+from .profile import read_profile
 from .roundcache import one_round
 from .rules import LIVE_RULES, REMARK_RULES, Case, rule
 
@@ -106,7 +107,8 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
         if defect.ignored:
             continue
         decision = decide_defect(defect, rnd, by_key.get(defect.key, []))
-        decision.confidence = round(table.confidence(decision.rule, decision.confidence), 3)
+        decision.confidence = round(table.confidence(decision.rule, decision.confidence,
+                                                     decision.profile, decision.state), 3)
         out.append(decision)
     return out
 
@@ -165,7 +167,7 @@ def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
     decision = Decision(defect.key, ruling.state, ruling.rule, evidence,
                         candidate=ruling.state is State.RESOLVED
                         or ruling.confidence < VERIFY_OPEN_BELOW,
-                        confidence=ruling.confidence)
+                        confidence=ruling.confidence, profile=read_profile(case))
     if ruling.anchor is not None:
         decision.path = ruling.anchor.path
         decision.line_start, decision.line_end = ruling.anchor.start, ruling.anchor.end

@@ -259,6 +259,7 @@ class Decision:
     code: str | None = None  # the anchored code at the new head
     signals: list[str] = field(default_factory=list)
     confidence: float = 1.0  # how sure the rule is; low-confidence candidates are verified first
+    profile: dict[str, bool] = field(default_factory=dict)  # tracker.profile's signals
 
     def __post_init__(self):
         self.state = parse_state(self.state)

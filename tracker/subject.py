@@ -65,7 +65,7 @@ _KINDS = {
                        r"|문서|주석|文档|注释|ドキュメント|документаци\w*|documentaci[oó]n|"
                        r"documenta[cç][aã]o|\bdoku(mentation|mentiert|mentieren)?\b|"
                        r"\bdocument(er|ez|ée?)\b", re.IGNORECASE),
-    "lint": re.compile(r"\b(lint\w*|eslint|flake8|ruff|prettier|checkstyle|formatt\w*|"
+    "lint": re.compile(r"\b(\w*lint\w*|eslint|flake8|ruff|prettier|checkstyle|formatt\w*|"
                        r"code style)\b|代码规范|代码风格|コーディング規約|コードスタイル|코드 스타일|"
                        r"코딩 컨벤션|\b(линтер\w*|стиль кода|estilo de c[oó]digo|codestil|"
                        r"style de code)\b", re.IGNORECASE),

@@ -6,4 +6,5 @@ defect card?), splitting what the bot found itself from what people told it (``p
 ``stateless`` is the paper's pure-LLM baseline; ``context`` measures what the LLM's prompt shows.
 """
 
-__all__ = ["context", "judge", "metrics", "provenance", "scoring", "stateless", "tracking"]
+__all__ = ["context", "judge", "metrics", "provenance", "risk", "scoring", "stateless",
+           "tracking"]

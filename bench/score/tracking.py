@@ -40,10 +40,11 @@ class Replay:
     comment_keys: dict[int, str] = field(default_factory=dict)
     evidence: dict[int, dict[str, str]] = field(default_factory=dict)
     confidence: dict[int, dict[str, float]] = field(default_factory=dict)
+    profile: dict[int, dict[str, dict[str, bool]]] = field(default_factory=dict)
 
-    def decisions(self) -> list[tuple[TrackPair, str, float]]:
-        """Every scored pair with the rule that decided it and that decision's confidence
-        (pairs the tracker did not decide are left out)."""
+    def decisions(self) -> list[tuple[TrackPair, str, float, dict]]:
+        """Every scored pair with the rule that decided it, that decision's confidence and its
+        ``tracker.profile`` signals (pairs the tracker did not decide are left out)."""
         cards = {c["id"]: c for c in self.task.defects}
         out = []
         for pair in self.pairs():
@@ -51,7 +52,8 @@ class Replay:
             said = self.evidence.get(pair.round, {}).get(key) if key else None
             if pair.answer is None or said is None:
                 continue
-            out.append((pair, said.split(":", 1)[0], self.confidence[pair.round][key]))
+            out.append((pair, said.split(":", 1)[0], self.confidence[pair.round][key],
+                        self.profile.get(pair.round, {}).get(key) or {}))
         return out
 
     def key_for(self, card: dict) -> str | None:
@@ -105,6 +107,7 @@ def pair_records(replay: Replay) -> list[dict]:
             "live": pair.live, "right": right, "rule": rule or None,
             "evidence": evidence or None, "confidence": pair.confidence,
             "unsure": unsure(pair.confidence) if pair.confidence is not None else None,
+            "profile": replay.profile.get(pair.round, {}).get(key) if key else None,
             "path": card.get("path"), "line": card.get("line_end") or card.get("line_start"),
             "comment": bodies.get(first, "")[:MAX_RECORD_BODY],
         })
@@ -210,6 +213,7 @@ def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Re
             ledger.record_round(pr_id, t, decisions)
             replay.evidence[t] = {d.key: f"{d.rule}: {d.evidence}" for d in decisions}
             replay.confidence[t] = {d.key: d.confidence for d in decisions}
+            replay.profile[t] = {d.key: d.profile for d in decisions}
         ledger.finish_round(pr_id, t)
         replay.answers[t] = {d.key: str(d.state) for d in ledger.defects(pr_id)
                              if not d.ignored}

@@ -52,26 +52,83 @@ def outcomes(tasks) -> list[dict]:
     rows = []
     for replay in replays:
         repo = replay.task.repo or replay.task.task_id
-        for pair, rule, own in replay.decisions():
+        for pair, rule, own, profile in replay.decisions():
             rows.append({"repo": repo, "rule": rule, "own": own, "live": pair.live,
+                         "answer": pair.answer, "profile": profile,
                          "right": live_class(pair.answer) == live_class(pair.gold),
                          "task": pair.task, "defect": pair.defect, "round": pair.round})
     return rows
 
 
+SIGNAL_PENALTY = 3.0  # L2 weight on the signals' log-odds (chosen leave-one-repository-out)
+
+
+def _features(row: dict) -> dict[str, float]:
+    """The model's inputs for one row, named as ``Calibration.contributions`` reads them."""
+    profile = row.get("profile") or {}
+    if not profile:
+        return {}
+    side = "R" if row.get("answer") == "Resolved" else "O"
+    out = {"live": 1.0, f"ans={side}": 1.0}
+    out.update({f"{side}:{name}": 1.0 for name, on in profile.items() if on})
+    return out
+
+
+def fit_table(rows: list[dict], penalty: float = SIGNAL_PENALTY) -> Calibration:
+    """The rule rates by repository, then the signals' weights by penalised logistic
+    regression (Newton steps) with each row's credited rule rate as its offset."""
+    import numpy as np
+
+    rates = Calibration.fit([(r["rule"], r["right"], r["repo"]) for r in rows])
+    feats = [_features(r) for r in rows]
+    names = sorted({k for f in feats for k in f})
+    if not names:
+        return rates
+    col = {n: i for i, n in enumerate(names)}
+    x = np.zeros((len(rows), len(names)))
+    for i, f in enumerate(feats):
+        for k, v in f.items():
+            x[i, col[k]] = v
+    p0 = np.clip([rates.rule_rate(r["rule"]) for r in rows], 1e-4, 1 - 1e-4)
+    offset = np.log(p0 / (1 - p0))
+    y = np.array([float(r["right"]) for r in rows])
+    w = np.zeros(len(names))
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(x @ w + offset)))
+        grad = x.T @ (p - y) + penalty * w
+        hess = x.T @ (x * (p * (1 - p))[:, None]) + penalty * np.eye(len(names))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return Calibration(rates.by_repo, {n: round(float(v), 4) for n, v in zip(names, w)})
+
+
+def predict(table: Calibration, row: dict) -> float:
+    return table.confidence(row["rule"], row["own"], row.get("profile"), row.get("answer"))
+
+
 def held_out(rows: list[dict], scored: list[dict] | None = None) -> list[float]:
-    """Each scored row's predicted chance, from a table fitted without its repository
-    (``scored`` None: leave-one-repository-out over ``rows``); with ``scored``, a table fitted
+    """Each scored row's predicted chance, from a model fitted without its repository
+    (``scored`` None: leave-one-repository-out over ``rows``); with ``scored``, a model fitted
     on all of ``rows`` predicts ``scored``."""
     if scored is not None:
-        table = Calibration.fit([(r["rule"], r["right"]) for r in rows])
-        return [table.confidence(r["rule"], r["own"]) for r in scored]
+        table = fit_table(rows)
+        return [predict(table, r) for r in scored]
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_repo[r["repo"]].append(r)
-    tables = {repo: Calibration.fit([(r["rule"], r["right"]) for r in rows if r["repo"] != repo])
-              for repo in by_repo}
-    return [tables[r["repo"]].confidence(r["rule"], r["own"]) for r in rows]
+    tables = {repo: fit_table([r for r in rows if r["repo"] != repo]) for repo in by_repo}
+    return [predict(tables[r["repo"]], r) for r in rows]
+
+
+def held_out_records(records: list[dict]) -> list[dict]:
+    """Pair records (``bench.score.tracking.pair_records``) with each confidence predicted by
+    a model fitted on the other repositories' records only (for ``bench.score.risk``)."""
+    decided = [dict(r, own=r["confidence"]) for r in records if r.get("confidence") is not None]
+    for r, p in zip(decided, held_out(decided)):
+        r["confidence"] = round(p, 3)
+    return decided
 
 
 def brier(predicted: list[float], rows: list[dict]) -> float:
@@ -110,18 +167,22 @@ def report(rows: list[dict], predicted: list[float]) -> dict:
 
 
 def table_json(rows: list[dict], folders: list[str]) -> dict:
-    per: dict[str, dict] = {}
+    table = fit_table(rows)
+    repos = defaultdict(set)
     for r in rows:
-        row = per.setdefault(r["rule"], {"right": 0, "pairs": 0, "repositories": set()})
-        row["right"] += r["right"]
-        row["pairs"] += 1
-        row["repositories"].add(r["repo"])
+        repos[r["rule"]].add(r["repo"])
     return {
         "written_by": "python -m bench.tune.calibration --write",
         "date": date.today().isoformat(),
         "folders": folders,
-        "rules": {k: {"right": v["right"], "pairs": v["pairs"],
-                      "repositories": len(v["repositories"])} for k, v in sorted(per.items())},
+        "model": {"z": calibration.Z, "prior_weight": calibration.PRIOR_WEIGHT,
+                  "spread_repositories": calibration.SPREAD_REPOSITORIES,
+                  "signal_penalty": SIGNAL_PENALTY},
+        "rules": {rule: {"right": right, "pairs": n, "repositories": len(repos[rule]),
+                         "by_repository": {k: list(v) for k, v in
+                                           sorted(table.by_repo[rule].items())}}
+                  for rule, (right, n) in sorted(table.counts.items())},
+        "signals": dict(sorted(table.weights.items())),
     }
 
 
