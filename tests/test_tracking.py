@@ -311,7 +311,7 @@ def test_tracking_json_carries_risk_and_coverage_fitted_and_leave_one_repository
 
 
 def test_coverage_ranks_by_confidence_and_scores_the_most_confident_share():
-    from bench.risk import figures
+    from bench.score.risk import figures
 
     records = [{"live": True, "right": i < 6, "answer": "Resolved", "gold": "Resolved",
                 "confidence": 0.9 - i * 0.05, "rule": "r", "repo": f"x{i % 2}"}
