@@ -81,6 +81,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                "repositories (a rule right in one repository only is suspect)")
     tracking.add_argument("--baseline", choices=["naive"],
                           help="also score the trivial tracker on the same pairs, side by side")
+    tracking.add_argument("--feedback", action="store_true",
+                          help="replay each repository's tasks in order, each task's judged "
+                               "decisions feeding the next tasks' confidence (a repository the "
+                               "bot keeps reviewing); the answers are the same")
     tracking.add_argument("--pairs", metavar="FILE",
                           help="write every scored pair (live and settled) as JSON Lines: task, "
                                "repository, defect, round, labels, answer, right or wrong, "
@@ -142,10 +146,10 @@ def cmd_demo(args) -> int:
 
 
 def cmd_tracking(args) -> int:
-    from .score.tracking import naive_decide
+    from .score.tracking import naive_decide, replay_with_feedback
 
     tasks = _load(args.tasks)
-    replays = replay_tasks(tasks)
+    replays = replay_with_feedback(tasks) if args.feedback else replay_tasks(tasks)
     scores = score_replays(replays)
     baseline = None
     if args.baseline == "naive":

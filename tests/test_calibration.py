@@ -135,3 +135,47 @@ def test_tracking_scores_report_the_unsure_share_and_the_accuracy_when_sure():
     assert scores["sure_n"] == 2
     assert "unsure_share" not in tracking_scores([TrackPair("t", "D1", 2, "New", "Open",
                                                             "Open")])
+
+
+def test_a_repositorys_verdicts_update_its_rates_with_the_development_table_as_prior():
+    table = Calibration.fit(_outcomes("anchor-untouched", {"r1": (9, 10), "r2": (8, 10),
+                                                           "r3": (9, 10), "r4": (10, 10)}))
+    unseen = table.rule_rate("anchor-untouched")
+    assert not calibration.unsure(unseen)
+    contradicted = [table.for_repository({"anchor-untouched": (0, n)}).rule_rate(
+        "anchor-untouched") for n in (1, 4, 12)]
+    assert contradicted[0] < unseen and contradicted == sorted(contradicted, reverse=True)
+    assert calibration.unsure(contradicted[-1])  # a dozen "wrong" there: unsure there
+    confirmed = table.for_repository({"anchor-untouched": (12, 12)}).rule_rate("anchor-untouched")
+    assert confirmed > unseen
+    # a rule the development table never saw starts from the pooled rate
+    assert table.for_repository({"new-rule": (0, 5)}).rule_rate("new-rule") < \
+        table.rule_rate("new-rule")
+    assert table.for_repository({}) is table
+    assert "here people confirmed 0 of 4" in table.for_repository(
+        {"anchor-untouched": (0, 4)}).explain("anchor-untouched")
+
+
+def test_replaying_a_repositorys_tasks_in_order_feeds_its_verdicts_forward():
+    from bench.score.tracking import replay_tasks, replay_with_feedback
+    from bench.tasks.mcr import load_tasks
+    from tests.conftest import EXAMPLES
+
+    tasks, _ = load_tasks([EXAMPLES])
+    plain = {r.task.task_id: r for r in replay_tasks(tasks)}
+    fed = {r.task.task_id: r for r in replay_with_feedback(tasks)}
+    assert {k: r.answers for k, r in plain.items()} == {k: r.answers for k, r in fed.items()}
+    firsts, later = set(), []
+    for replay in fed.values():  # the first task of each repository is judged as unseen
+        repo = replay.task.repo
+        if repo not in firsts:
+            firsts.add(repo)
+            assert replay.confidence == plain[replay.task.task_id].confidence
+        else:
+            later.append(replay)
+    assert later  # example/shop has two tasks
+    for replay in later:  # the examples' decisions are all right: confirmed, more trusted
+        before = plain[replay.task.task_id].confidence
+        raised = [(c, before[t][k]) for t, row in replay.confidence.items() for k, c in row.items()
+                  if k in before[t]]
+        assert raised and all(c >= b for c, b in raised) and any(c > b for c, b in raised)

@@ -322,3 +322,29 @@ def test_stores_opened_together_on_postgres_migrate_once(pg_schema):
     finally:
         for store in stores:
             store.close()
+
+
+def test_rule_verdicts_count_peoples_verdicts_per_rule_of_a_repository(any_ledger):
+    from tracker.verdicts import rule_record
+
+    mine = any_ledger.pull_request("o/r", 1)["id"]
+    branch = any_ledger.pull_request("local:o/r:topic", 2)["id"]
+    other = any_ledger.pull_request("o/other", 3)["id"]
+
+    def row(pr_id, rule, verdict, kind="state"):
+        return {"pr_id": pr_id, "defect_key": "D1", "round": 2, "kind": kind,
+                "transition": "New→Resolved", "rule": rule, "verdict": verdict,
+                "signal": "thread_unresolved", "signal_round": 3, "by": "rina",
+                "evidence": "", "decided_at": now(), "at": now()}
+
+    any_ledger.replace_verdicts(mine, [row(mine, "anchor-modified", "confirmed"),
+                                       row(mine, "anchor-modified", "contradicted"),
+                                       row(mine, "anchor-untouched", "contradicted"),
+                                       row(mine, "tests-added", "accepted", kind="finding")])
+    any_ledger.replace_verdicts(branch, [row(branch, "anchor-modified", "confirmed")])
+    any_ledger.replace_verdicts(other, [row(other, "anchor-modified", "contradicted")])
+    assert rule_record(any_ledger, "o/r") == {"anchor-modified": (1, 2),
+                                              "anchor-untouched": (0, 1)}
+    # the local CLI's PRs (one per branch) count for the whole local repository
+    assert rule_record(any_ledger, "local:o/r:other-branch") == {"anchor-modified": (1, 1)}
+    assert rule_record(any_ledger, "o/none") == {}

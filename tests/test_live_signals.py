@@ -163,6 +163,13 @@ async def test_three_prs_people_judge_the_bot(tmp_path, capsys):
                    "Open→Open": {"confirmed": 0, "contradicted": 1,
                                  "contradiction_rate": 1.0}}}}
     assert "weak" in out["note"]
+    # the per-repository confidence: each judged rule's development rate, updated with the
+    # state verdicts above (3 New→Resolved, 1 Open→Open; 1 confirmed)
+    rows = out["confidence"][REPO]
+    assert sum(r["judged"] for r in rows) == 4 and sum(r["confirmed"] for r in rows) == 1
+    for r in rows:
+        if r["confirmed"] == 0:  # contradicted only: trusted less here than on unseen code
+            assert r["here"] < r["development"]
     assert main(["stats", "--ledger", ledger]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[1].split() == [REPO, "finding", "raised", "1", "3", "25.0%"]

@@ -4,7 +4,6 @@ signals around each decision that the confidence weighs."""
 from __future__ import annotations
 
 from bench.tasks.diffs import git_diff
-
 from tracker import rules
 from tracker.decide import RoundInput, decide_round
 from tracker.lifecycle import State

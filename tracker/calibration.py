@@ -58,6 +58,16 @@ class Calibration:
 
     by_repo: dict[str, RuleCounts] = field(default_factory=dict)  # rule -> repository -> counts
     weights: dict[str, float] = field(default_factory=dict)  # "R:tests_changed" -> log-odds
+    seen: dict[str, tuple[int, int]] = field(default_factory=dict)  # this repository's verdicts
+
+    def for_repository(self, verdicts: dict[str, tuple[int, int]]) -> Calibration:
+        """The table for one repository whose people confirmed ``right`` of ``n`` of the bot's
+        decisions per rule (``{rule: (right, n)}``, from ``tracker.verdicts``): each rule's
+        rate there is its development rate as the prior, updated with that record."""
+        if not verdicts or not self.by_repo:
+            return self
+        return Calibration(self.by_repo, self.weights,
+                           {base_rule(k): (int(r), int(n)) for k, (r, n) in verdicts.items()})
 
     @property
     def counts(self) -> dict[str, tuple[int, int]]:
@@ -91,6 +101,9 @@ class Calibration:
         good = sum(1 for r, k in repos.values() if r * 2 > k)
         text = (f"`{base_rule(rule)}` was right in {right} of {n} pairs, in {good} of "
                 f"{len(repos)} repositories" if n else f"`{base_rule(rule)}` is not measured yet")
+        if base_rule(rule) in self.seen:
+            here, judged = self.seen[base_rule(rule)]
+            text += f"; here people confirmed {here} of {judged}"
         named = [(k, w) for k, w in self.contributions(profile, state) if k != "live"][:3]
         if named:
             text += "; " + ", ".join(f"{k.replace('_', ' ')} {'+' if w > 0 else '-'}"
@@ -159,9 +172,24 @@ def _rule_rates(table: Calibration) -> tuple[dict[str, float], float]:
         rho = trust * (rho or 0.0) + (1 - trust) * rho0
         per_repo = n / max(len(repos), 1)
         variance = mean * (1 - mean) * (rho + (1 + (per_repo - 1) * rho) / (n + PRIOR_WEIGHT))
-        out[rule] = mean - Z * variance ** 0.5
-    unseen = base - Z * (base * (1 - base) * (rho0 + 1 / PRIOR_WEIGHT)) ** 0.5
-    return out, unseen
+        out[rule] = _seen_rate(mean, variance, table.seen[rule]) if rule in table.seen \
+            else mean - Z * variance ** 0.5
+    unseen_variance = base * (1 - base) * (rho0 + 1 / PRIOR_WEIGHT)
+    for rule, record in table.seen.items():
+        if rule not in out:
+            out[rule] = _seen_rate(base, unseen_variance, record)
+    return out, base - Z * unseen_variance ** 0.5
+
+
+def _seen_rate(mean: float, variance: float, record: tuple[int, int]) -> float:
+    """A rule's rate in a repository with its own record: a beta prior with the rule's mean
+    and its variance on an unseen repository (the spread between repositories and the
+    uncertainty of the mean), updated with the ``(right, n)`` people judged there; credited,
+    like an unseen one, ``Z`` standard deviations below the posterior mean."""
+    right, n = record
+    strength = max(mean * (1 - mean) / max(variance, 1e-9) - 1, 0.0)
+    rate = (mean * strength + right) / (strength + n) if strength + n else mean
+    return rate - Z * (rate * (1 - rate) / (strength + n + 1)) ** 0.5
 
 
 def _logit(p: float) -> float:

@@ -61,6 +61,8 @@ class RoundInput:
     diffs_from: dict[str, DiffMap] = field(default_factory=dict)  # anchor commit -> new head
     upstream: DiffMap | None = None  # previous head -> itself rebased, after a rebase
     messages: list[str] = field(default_factory=list)  # this push's commit messages
+    verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)  # rule -> (right, n)
+    # judged by people in this repository (``tracker.verdicts``), for the confidence
 
     def rebased(self, defect: Defect) -> Defect:
         """The defect as it stands once upstream changes (a rebase) are applied: moved with
@@ -101,7 +103,7 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     by_key: dict[str, list[Signal]] = {}
     for signal in rnd.signals:
         by_key.setdefault(signal.defect_key, []).append(signal)
-    table = calibration.current()
+    table = calibration.current().for_repository(rnd.verdicts)
     out = []
     for defect in defects:
         if defect.ignored:

@@ -35,6 +35,19 @@ TALLY = """
     order by coalesce(d.rule, d.type)
 """
 
+#: per rule of the bot's state decisions in a repository, how many people confirmed and
+#: contradicted (``tracker.verdicts``): that repository's own record, which
+#: ``tracker.calibration`` weighs against the development table (%s placeholders)
+RULE_VERDICTS = """
+    select v.rule as rule,
+           sum(case when v.verdict = 'confirmed' then 1 else 0 end) as confirmed,
+           sum(case when v.verdict = 'contradicted' then 1 else 0 end) as contradicted
+    from verdicts v join pull_requests p on p.id = v.pr_id
+    where (p.repo = %s or p.repo like %s escape '!') and v.kind = 'state' and v.rule is not null
+    group by v.rule
+    order by v.rule
+"""
+
 
 def like_prefix(repo: str) -> str:
     """A LIKE pattern (escape ``!``) for ``repo:anything``: the local CLI's per-branch PRs."""

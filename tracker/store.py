@@ -84,6 +84,9 @@ class LedgerStore(Protocol):
         """``{"state_history": [...], "signals": [...], "defect_comments": [...]}``: a
         defect's rows of each, oldest first."""
     def replace_verdicts(self, pr_id: int, rows: list[dict]) -> None: ...
+    def rule_verdicts(self, repo: str) -> list[dict]:
+        """Rows of ``rule``, ``confirmed`` and ``contradicted``: people's verdicts on the bot's
+        state decisions in ``repo`` (and its local branches), per rule."""
     def verdict_counts(self, repo: str | None = None,
                        since: str | None = None) -> list[dict]:
         """Rows of ``repo``, ``kind``, ``transition``, ``verdict`` and their count ``n``."""

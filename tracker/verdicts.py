@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from .ledger_base import now
 from .store import LedgerStore
 
-__all__ = ["DISAGREE", "Verdict", "classify", "refresh", "summarise"]
+__all__ = ["DISAGREE", "Verdict", "classify", "refresh", "rule_record", "summarise"]
 
 BOT_DECIDERS = {"rule", "llm"}
 OPENISH = {"Open", "Reopened"}
@@ -246,3 +246,12 @@ def summarise(ledger: LedgerStore, repo: str | None = None, since: str | None = 
             judged = t["confirmed"] + t["contradicted"]
             t["contradiction_rate"] = round(t["contradicted"] / judged, 4) if judged else None
     return out
+
+
+def rule_record(ledger: LedgerStore, repo: str) -> dict[str, tuple[int, int]]:
+    """Per rule, ``(confirmed, judged)``: how people received the bot's state decisions in
+    ``repo`` (its local branches included), for ``tracker.calibration``'s per-repository rates."""
+    base = repo.rsplit(":", 1)[0] if repo.startswith("local:") and repo.count(":") >= 2 else repo
+    return {row["rule"]: (int(row["confirmed"] or 0),
+                          int(row["confirmed"] or 0) + int(row["contradicted"] or 0))
+            for row in ledger.rule_verdicts(base)}

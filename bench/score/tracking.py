@@ -196,8 +196,10 @@ def round_input(task: Task, t: int, signals) -> RoundInput:
                       upstream=DiffMap(moved.upstream), messages=messages)
 
 
-def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Replay:
-    """Feed one task's rounds and human events through the tracker in ``ledger``."""
+def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round,
+                verdicts: dict[str, tuple[int, int]] | None = None) -> Replay:
+    """Feed one task's rounds and human events through the tracker in ``ledger``;
+    ``verdicts`` is the repository's record per rule (``tracker.verdicts.rule_record``)."""
     replay = Replay(task)
     author = task.pr.get("author")
     pr = ledger.pull_request(task.repo or task.task_id, int(task.pr.get("number") or 0),
@@ -209,6 +211,7 @@ def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round) -> Re
         snapshot = task.snapshot(t)
         if t > 1:
             inp = round_input(task, t, ledger.signals(pr_id, since_round=t - 1))
+            inp.verdicts = dict(verdicts or {})
             decisions = decide(ledger.defects(pr_id), inp)
             ledger.record_round(pr_id, t, decisions)
             replay.evidence[t] = {d.key: f"{d.rule}: {d.evidence}" for d in decisions}
@@ -268,3 +271,28 @@ def score_replays(replays: list[Replay]) -> dict:
     scores = tracking_scores(pairs)
     scores["tasks"] = len(replays)
     return scores
+
+
+def replay_with_feedback(tasks: list[Task]) -> list[Replay]:
+    """Replay each repository's tasks in order, as a repository the bot keeps reviewing would
+    see them: after each task, every live decision it took is judged (confirmed when its
+    answer matched the labels, contradicted when not) and that record per rule feeds the
+    next task's decisions of the same repository (``tracker.calibration.for_repository``).
+    Each repository starts as unseen."""
+    records: dict[str, dict[str, list[int]]] = {}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, task in enumerate(t for t in tasks if t.multi_round):
+            repo = task.repo or task.task_id
+            record = records.setdefault(repo, {})
+            with Ledger(Path(tmp) / f"{i}.db") as ledger:
+                replay = replay_task(task, ledger, verdicts={k: (v[0], v[1])
+                                                             for k, v in record.items()})
+            out.append(replay)
+            for pair, rule, _, _ in replay.decisions():
+                if pair.live:
+                    row = record.setdefault(rule.split("+", 1)[0], [0, 0])
+                    row[0] += live_class(pair.answer) == live_class(pair.gold)
+                    row[1] += 1
+    return out
+

@@ -6,7 +6,10 @@ rates; ``--json`` prints the same as JSON. The verdicts are refreshed from the l
 (``tracker.verdicts``), so the command also works on a ledger copied from a server. The
 labels come from people's actions read by rules: weak labels, and the output says so. Below
 the table, the repository's learnings: per kind of finding, how often people dismissed it and
-whether the bot now holds that kind back (``tracker.learnings``).
+whether the bot now holds that kind back (``tracker.learnings``). Last, per repository and
+rule of the bot's state decisions, the confidence the tracker now gives that rule there: the
+development table's rate as the prior, updated with what people there confirmed and
+contradicted (``tracker.calibration``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import os
 import sys
 
-__all__ = ["add_command", "learnings_table", "stats_table"]
+__all__ = ["add_command", "confidence_rows", "confidence_table", "learnings_table", "stats_table"]
 
 WEAK = ("labels are weak: they come from what people did next (resolving, unresolving, "
         "replying, ignoring, a thumbs-down), read by rules; many decisions get none")
@@ -41,7 +44,8 @@ def _rate(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def stats_table(summary: dict, learnt: list[dict] | None = None) -> str:
+def stats_table(summary: dict, learnt: list[dict] | None = None,
+                confidence: dict[str, list[dict]] | None = None) -> str:
     """The text table ``roundwise stats`` prints; the repository column is as wide as the
     longest name, so long names never push the other columns out of line."""
     w = max([len("repository"), *map(len, summary)])
@@ -57,6 +61,8 @@ def stats_table(summary: dict, learnt: list[dict] | None = None) -> str:
                  "state: + confirmed, - contradicted, rate = contradiction")
     if learnt is not None:
         lines += ["", learnings_table(learnt), ""]
+    if confidence is not None:
+        lines += [confidence_table(confidence), ""]
     lines.append(f"note: {WEAK}.")
     return "\n".join(lines)
 
@@ -79,6 +85,41 @@ def learnings_table(rows: list[dict]) -> str:
     lines.append(f"a kind is held back once dismissed at least {MIN_DISMISSED} times and in "
                  f"{MIN_SHARE:.0%} of its judged findings; /roundwise unmute KIND (or roundwise "
                  "review --unmute KIND) posts it again")
+    return "\n".join(lines)
+
+
+def confidence_rows(ledger, repos: list[str]) -> dict[str, list[dict]]:
+    """Per repository, per rule people judged there: the development rate, the record there
+    and the rate the tracker now credits the rule with in that repository."""
+    from tracker import calibration
+    from tracker.verdicts import rule_record
+
+    table = calibration.current()
+    out = {}
+    for repo in repos:
+        record = rule_record(ledger, repo)
+        here = table.for_repository(record)
+        out[repo] = [{"rule": rule, "development": round(table.rule_rate(rule), 3),
+                      "confirmed": right, "judged": n, "here": round(here.rule_rate(rule), 3)}
+                     for rule, (right, n) in sorted(record.items())]
+    return out
+
+
+def confidence_table(rows: dict[str, list[dict]]) -> str:
+    """The per-repository confidence as text."""
+    flat = [(repo, r) for repo, rs in sorted(rows.items()) for r in rs]
+    if not flat:
+        return "confidence per repository: no state decision of the bot judged yet"
+    w = max([len("repository"), *(len(repo) for repo, _ in flat)])
+    k = max([len("rule"), *(len(r["rule"]) for _, r in flat)])
+    head = (f"{'repository':<{w}} {'rule':<{k}} {'development':>11} {'confirmed':>9} "
+            f"{'judged':>6} {'here':>6}")
+    lines = [head]
+    for repo, r in flat:
+        lines.append(f"{repo:<{w}} {r['rule']:<{k}} {r['development']:>11.3f} "
+                     f"{r['confirmed']:>9} {r['judged']:>6} {r['here']:>6.3f}")
+    lines.append("the chance a decision by the rule is right: on the development tasks (an unseen "
+                 "repository), and here, that prior updated with people's verdicts")
     return "\n".join(lines)
 
 
@@ -107,11 +148,12 @@ def cmd_stats(args) -> int:
         learnt = [{k: row.get(k) for k in ("repo", "kind", "dismissed", "judged", "muted",
                                             "muted_at", "unmuted_at", "unmuted_by")}
                   for repo in sorted(repos) for row in ledger.learnings(repo)]
+        confidence = confidence_rows(ledger, sorted(repos))
     for row in learnt:
         row["muted"] = bool(row["muted"])
     if args.json:
-        print(json.dumps({"repos": summary, "learnings": learnt, "note": WEAK}, indent=2,
-                         ensure_ascii=False))
+        print(json.dumps({"repos": summary, "learnings": learnt, "confidence": confidence,
+                          "note": WEAK}, indent=2, ensure_ascii=False))
     else:
-        print(stats_table(summary, learnt))
+        print(stats_table(summary, learnt, confidence))
     return 0

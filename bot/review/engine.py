@@ -85,6 +85,8 @@ class RoundContext:
     muted: dict[str, Learning] = field(default_factory=dict)
     ignored: list[Defect] = field(default_factory=list)  # defects people ignored
     messages: list[str] = field(default_factory=list)  # this push's commit messages (first lines)
+    # per rule, (confirmed, judged) of the bot's state decisions here (``tracker.verdicts``)
+    verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)
     # what the round left out of its diff and why (``bot.config.bounds``), for the summary
     skipped: list[str] = field(default_factory=list)
 
@@ -251,7 +253,7 @@ class Engine:
         rnd = RoundInput(ctx.round, ctx.patches.map(ctx.round_diff), ctx.files, ctx.signals,
                          {sha: ctx.patches.map(text) for sha, text in ctx.anchor_diffs.items()},
                          upstream=ctx.patches.map(ctx.upstream_diff) if ctx.upstream_diff
-                         else None, messages=list(ctx.messages))
+                         else None, messages=list(ctx.messages), verdicts=dict(ctx.verdicts))
         return decide_round(ctx.tracked, rnd)
 
     def _sort(self, ctx: RoundContext, raw: list[Finding], result: RoundResult) -> None:

@@ -16,6 +16,7 @@ from tracker import learnings
 from tracker.interdiff import interdiff
 from tracker.models import Defect
 from tracker.store import LedgerStore
+from tracker.verdicts import rule_record
 
 from ..config.bounds import DEFAULT as DEFAULT_LIMITS
 from ..config.bounds import ReviewLimits, bound_diff, too_large_note
@@ -101,6 +102,7 @@ async def gather(forge: ForgeReader, store: LedgerStore, pr: dict, pull: PullReq
     discussion = await off_loop(store, _discussion, store, pr["id"], previous)
     next_key = await off_loop(store, store.next_key, pr["id"])
     muted = await off_loop(store, learnings.muted, store, pr["repo"])
+    record = await off_loop(store, rule_record, store, pr["repo"])
     ctx = RoundContext(
         repo=pr["repo"], number=pr["number"], round=number, head_sha=head,
         base_sha=pull.base_sha, pr_diff=pr_diff, round_diff=round_diff, files=files,
@@ -108,7 +110,7 @@ async def gather(forge: ForgeReader, store: LedgerStore, pr: dict, pull: PullReq
         signals=signals, discussion=discussion, settings=settings,
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
         patches=patches, upstream_diff=upstream_diff, muted=muted, messages=messages,
-        ignored=[d for d in known if d.ignored], skipped=skipped,
+        ignored=[d for d in known if d.ignored], skipped=skipped, verdicts=record,
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 

@@ -29,7 +29,15 @@ from psycopg_pool import ConnectionPool
 
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions, state_before
-from tracker.ledger_base import TALLY, LedgerBase, LedgerError, dump_defects, like_prefix, now
+from tracker.ledger_base import (
+    RULE_VERDICTS,
+    TALLY,
+    LedgerBase,
+    LedgerError,
+    dump_defects,
+    like_prefix,
+    now,
+)
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 
@@ -494,6 +502,10 @@ class PostgresLedgerStore(LedgerBase):
                         sql.SQL("insert into verdicts ({}) values ({})").format(
                             sql.SQL(", ").join(map(sql.Identifier, columns)),
                             sql.SQL(", ").join(sql.Placeholder(c) for c in columns)), rows)
+
+    def rule_verdicts(self, repo: str) -> list[dict]:
+        """Per rule, people's verdicts on the bot's state decisions in ``repo``."""
+        return self._all(RULE_VERDICTS, [repo, like_prefix(repo)])
 
     def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
         """Verdicts counted per repository, kind, transition and verdict."""

@@ -23,7 +23,15 @@ from sqlite_utils import Database
 
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions, state_before
-from tracker.ledger_base import TALLY, LedgerBase, LedgerError, dump_defects, like_prefix, now
+from tracker.ledger_base import (
+    RULE_VERDICTS,
+    TALLY,
+    LedgerBase,
+    LedgerError,
+    dump_defects,
+    like_prefix,
+    now,
+)
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 
@@ -420,6 +428,10 @@ class Ledger(LedgerBase):
             self.db.execute("delete from verdicts where pr_id = ?", [pr_id])
             if rows:
                 self.db["verdicts"].insert_all(rows)
+
+    def rule_verdicts(self, repo: str) -> list[dict]:
+        """Per rule, people's verdicts on the bot's state decisions in ``repo``."""
+        return self._rows(RULE_VERDICTS.replace("%s", "?"), [repo, like_prefix(repo)])
 
     def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
         """Verdicts counted per repository, kind, transition and verdict."""
