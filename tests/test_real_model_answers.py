@@ -81,7 +81,13 @@ def replay_verdicts(answer: str):
     return respond
 
 
-async def test_a_sure_reopened_is_not_put_to_the_model_and_stays_reopened():
+async def test_a_sure_reopened_is_not_put_to_the_model_and_stays_reopened(monkeypatch):
+    from tracker import calibration
+
+    # a table in which code coming back was always a real return, in many repositories
+    sure = calibration.Calibration.fit([("fingerprint-reappeared", True, f"r{i}")
+                                        for i in range(40)])
+    monkeypatch.setattr(calibration, "current", lambda: sure)
     respond = replay_verdicts(real("verdict_placeholder_evidence.json")["answer"])
     async with ScriptedLLM(respond) as server:
         engine = build_llm_engine(config(server), static_checks=False)
