@@ -61,3 +61,18 @@ def test_the_learned_rules_study_runs_on_the_examples():
     assert result["table"] == 1.0  # the table gets every example pair right (bench tracking)
     assert set(result["model"]) == {f"{w} C={c}" for w in ("fired", "first", "both")
                                     for c in (0.1, 1.0, 10.0)}
+
+
+def test_the_confidence_designs_study_scores_each_design_and_restores_the_model(capsys):
+    from bench.studies import confidence_designs
+    from tracker import calibration
+
+    z, spread = calibration.Z, calibration.Calibration.spread
+    assert confidence_designs.main(["--tasks", str(EXAMPLES)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == list(confidence_designs.DESIGNS)
+    assert all(line.split()[1] == "LORO" for line in lines[1:])
+    assert calibration.Z == z and calibration.Calibration.spread is spread
+    with confidence_designs.design(0.0, False):  # the pooled design: no spread, no discount
+        table = calibration.Calibration.fit([("r", True, "a"), ("r", False, "b")])
+        assert table.rule_rate("r") == table.base_rate == 0.5

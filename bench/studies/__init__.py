@@ -5,6 +5,8 @@ speed: each module measures what a choice costs and prints the evidence the READ
 They use the pipeline (``bench.run``, ``bench.tasks.export``, ``bench.tasks.mcr``), which never
 imports them (``tests/test_layers.py``).
 
+- ``confidence_designs``: which confidence ranks the tracker's decisions best on repositories
+  it has not seen (pooled rates, rates by repository, plus the round's other signals)?
 - ``convergence``: do later rounds' posted findings fall, with ``converge`` off and on?
 - ``learning_threshold``: at which (count, share) of dismissals should a kind of finding be
   held back (``tracker.learnings``)?
@@ -16,5 +18,5 @@ imports them (``tests/test_layers.py``).
   added code) tell a met request from an unmet one?
 """
 
-__all__ = ["convergence", "label_agreement", "learned_rules", "learning_threshold",
-           "semantic_signal"]
+__all__ = ["confidence_designs", "convergence", "label_agreement", "learned_rules",
+           "learning_threshold", "semantic_signal"]
