@@ -1,11 +1,11 @@
 """The forge registry is the one place a code-host backend is added (``bot.server.hosts``).
 
 A fake backend, registered in-process for one test, must come out everywhere the registry
-feeds: its settings in ``bot.server.hosts.settings()`` (so README's table check names them when
-README lacks them), its settings read by ``load_config`` (its problems listed with the others',
-and, configured, it serves alone: the GitHub App's settings are then not required), its
-webhook route mounted by the real server on 127.0.0.1, its client started on the server's
-session, and its own kind of job handled by it before the host-neutral handlers.
+feeds: its settings in ``bot.server.hosts.settings()`` (so the settings table check names them when
+``docs/configuration.md`` lacks them), its settings read by ``load_config`` (its problems listed
+with the others', and, configured, it serves alone: the GitHub App's settings are then not
+required), its webhook route mounted by the real server on 127.0.0.1, its client started on the
+server's session, and its own kind of job handled by it before the host-neutral handlers.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The project's surface: README's settings table, ``__all__``, layering and install extras."""
+"""The project's surface: the documented settings and rules, ``__all__``, layering and install extras."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ NOT_YET = {"tracker"}
 
 
 def readme_settings() -> dict[str, str]:
-    """Variable -> default cell of README's "Settings (environment)" table."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Settings (environment)", 1)[1].split("\n#", 1)[0]
+    """Variable -> default cell of the "Settings (environment)" table (docs/configuration.md)."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    section = text.split("## Settings (environment)", 1)[1].split("\n#", 1)[0]
     out = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -35,21 +35,35 @@ def readme_settings() -> dict[str, str]:
 
 
 def readme_problems(settings: dict[str, tuple[str, str]]) -> list[str]:
-    """Where README's settings table and ``settings`` disagree (empty: they agree)."""
+    """Where the documented settings table and ``settings`` disagree (empty: they agree)."""
     documented = readme_settings()
     problems = []
     if set(documented) != set(settings):
-        problems.append(f"missing from README: {sorted(set(settings) - set(documented))}; "
-                        f"not in bot/config/env.py: {sorted(set(documented) - set(settings))}")
+        problems.append(f"missing from docs/configuration.md: "
+                        f"{sorted(set(settings) - set(documented))}; not in bot.server.hosts."
+                        f"SETTINGS: {sorted(set(documented) - set(settings))}")
     for name, (_, default) in settings.items():
         if name in documented and default not in ("unset", "required") \
                 and "required" not in default and default not in documented[name]:
-            problems.append(f"{name}: README says {documented[name]}")
+            problems.append(f"{name}: docs/configuration.md says {documented[name]}")
     return problems
 
 
-def test_readme_settings_table_matches_the_config_code():
+def test_the_settings_table_matches_the_config_code():
     assert readme_problems(SETTINGS) == []
+
+
+def test_the_readme_shows_what_ci_runs_on_its_first_screen():
+    """``.ci/run`` installs, runs and tests exactly as README says, and a newcomer sees both
+    commands without scrolling."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.startswith("python3 -m venv")]
+    shown = [(n, line) for n, line in enumerate(readme, 1) if line.startswith("python3 -m venv")]
+    assert len(ci) == 2 and [line for _, line in shown] == ci
+    assert ci[0].endswith("roundwise bench run --tasks bench/examples --out bench-out")
+    assert ci[1].endswith("pytest -q")
+    assert all(n <= 45 for n, _ in shown), f"the commands are at lines {[n for n, _ in shown]}"
 
 
 def settings_modules() -> list[str]:
@@ -197,11 +211,11 @@ def ruling_names(source: str) -> set[str]:
     return names
 
 
-def test_every_rule_the_tracker_can_rule_with_is_in_the_readme():
+def test_every_rule_the_tracker_can_rule_with_is_documented():
     source = (ROOT / "tracker" / "rules.py").read_text(encoding="utf-8")
     names = ruling_names(source)
     assert {"anchor-untouched", "anchor-modified", "asked-still-absent"} <= names
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "tracker.md").read_text(encoding="utf-8")
     assert [n for n in sorted(names) if f"`{n}`" not in readme] == []
     assert ruling_names('x = "b-c"\nRuling(S, "a-b", "e", 1)\nRuling(S, x, "e", 1)\n') == \
         {"a-b", "b-c"}

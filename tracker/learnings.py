@@ -14,8 +14,8 @@ a kind once
 A muted kind stays muted (its findings are no longer posted, so nothing new would be judged)
 until ``unmute(ledger, repo, kind, by)``; from then on only findings raised after the unmute
 count, so it takes fresh dismissals to mute it again. The thresholds are justified from data in
-``bench/studies/learning_threshold.py`` (the README's *Learnings* says how). Everything is stored in
-the ledger's ``learnings`` table; nothing here does I/O beyond the store.
+``bench/studies/learning_threshold.py`` (``docs/pr-face.md``, *Learnings*, says how). Everything is
+stored in the ledger's ``learnings`` table; nothing here does I/O beyond the store.
 """
 
 from __future__ import annotations

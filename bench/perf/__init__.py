@@ -17,7 +17,7 @@ the pipeline's helpers (``bench.replay.payloads``, ``bench.replay.github``,
 - ``prompt_tokens``: prompt tokens per round of the LLM path against a stateless prompt.
 
 Adding one: a module here with a ``main(argv)``, its name in ``__all__`` below, and a line in the
-README's *Benchmarks* list.
+benchmarks' list in ``docs/reference.md``.
 """
 
 __all__ = ["ack", "bigdiff", "ledger", "load_webhooks", "prompt_tokens", "queue", "queue_drain",

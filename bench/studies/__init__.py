@@ -1,7 +1,7 @@
 """Studies (scripts, not tests): one design question each, answered from the bench's data.
 
 Not the benchmark's figures (``bench.run`` and ``roundwise bench tracking`` give those) and not
-speed: each module measures what a choice costs and prints the evidence the README quotes.
+speed: each module measures what a choice costs and prints the evidence the docs quote.
 They use the pipeline (``bench.run``, ``bench.tasks.export``, ``bench.tasks.mcr``), which never
 imports them (``tests/test_layers.py``).
 

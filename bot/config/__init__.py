@@ -1,7 +1,7 @@
 """The bot's settings: the server's (environment, ``.env``) and each repository's, and the review's bounds.
 
 ``env`` (the server's configuration from the environment, checked at start-up; with the
-code-host backends' settings, which ``bot.server.hosts`` hands in, it is README's settings
+code-host backends' settings, which ``bot.server.hosts`` hands in, it is the settings
 table), ``envfile`` (the ``.env`` file ``roundwise setup`` writes and
 ``roundwise serve`` reads), ``repo_settings`` (per-repository settings from
 ``.github/roundwise.yml`` on the default branch) and ``bounds`` (how much of a pull request one

@@ -4,10 +4,10 @@ The server's own settings (``OWN_SETTINGS``, with the LLM's ``LLM_SETTINGS`` and
 context's ``CONTEXT_SETTINGS``) are read here; each code-host backend brings its own (its
 ``bot.forge.host.Host`` entry: the settings and how they are read), and the list of backends
 is handed in by the layer that composes them (``bot.server.hosts``): ``settings_of(hosts)`` is
-every variable, README's settings table (a test compares them), and ``read_config(env, hosts)``
-the checked ``Config``. No backend is imported here. ``Config.forges`` holds the backends'
-settings by backend, GitHub's App and ``gitlab`` also in fields of their own. The LLM settings
-are parsed once, into ``Config.llm``, which the server's engine is built from.
+every variable, the settings table of ``docs/configuration.md`` (a test compares them), and
+``read_config(env, hosts)`` the checked ``Config``. No backend is imported here. ``Config.forges``
+holds the backends' settings by backend, GitHub's App and ``gitlab`` also in fields of their own.
+The LLM settings are parsed once, into ``Config.llm``, which the server's engine is built from.
 """
 
 from __future__ import annotations

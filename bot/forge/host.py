@@ -2,7 +2,7 @@
 
 ``bot.server.hosts`` lists the entries; ``bot.config.env`` and ``bot.server.app`` loop over
 them, so adding a backend is its package plus one line there, never a change to the settings
-code or the composition root. An entry says: the backend's settings (README's settings table
+code or the composition root. An entry says: the backend's settings (the settings table
 lists them), how they are read from the environment (each problem one line, as every setting's),
 which ``Config`` fields they fill (GitHub's App and ``gitlab`` have their own; a backend added
 later reads ``Config.forges[name]``), and how the server mounts it (its webhook route) and then

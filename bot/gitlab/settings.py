@@ -1,6 +1,6 @@
 """The GitLab backend's settings: a project or group access token, the instance, the hook secret.
 
-``SETTINGS`` joins ``bot.server.hosts.SETTINGS`` (README's settings table lists them);
+``SETTINGS`` joins ``bot.server.hosts.SETTINGS`` (``docs/configuration.md`` lists them);
 ``GitLabConfig.from_env`` reads them, and is None when ``GITLAB_TOKEN`` is unset (the server
 then serves GitHub only). A server may serve GitLab alone: the GitHub App's settings are then
 not required.

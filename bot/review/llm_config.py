@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = ["LLM_SETTINGS", "LLMConfig", "configure_litellm"]
 
-#: every environment variable this module reads, with its meaning and default (README's table)
+#: every environment variable this module reads, its meaning and default (docs/configuration.md)
 LLM_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_MODEL": ("a litellm model string; unset = offline reviewer", "unset"),
     "ROUNDWISE_API_BASE": ("base URL for the model's API (OpenAI-compatible servers)", "unset"),

@@ -7,7 +7,7 @@ entry owns (later entries are asked first).
 
 The list sits in the top layer, with the composition root (``bot.server.app``), because it
 imports the backends; the settings code below them (``bot.config.env``) is handed it:
-``settings()`` is every variable of this server (README's settings table) and
+``settings()`` is every variable of this server (``docs/configuration.md``'s table) and
 ``load_config(env)`` the checked ``Config``.
 """
 
