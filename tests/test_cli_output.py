@@ -242,3 +242,34 @@ def test_a_closed_pipe_ends_quietly(repo):
     schema = '  "$schema": "https://json.schemastore.org/sarif-2.1.0.json",'
     assert done.stdout.splitlines() == ["{", schema]
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+# -- control characters from the code under review (issue 40, item 6) --------------------------------
+
+
+def test_a_file_name_with_terminal_escapes_is_printed_escaped(repo):
+    """A file named with ESC sequences and a CR: the text report names it with visible escapes,
+    so the terminal or CI log showing it is not recoloured nor has its line overwritten."""
+    name = "evil\x1b[2J\x1b]0;owned\x07\rok.py"
+    (repo / name).write_text("def f(a):\n    print('debug', a)\n    return a\n")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "evil"], check=True,
+                   capture_output=True)
+    text = run(repo, "text")
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
+    assert "evil\\x1b[2J\\x1b]0;owned\\x07\\rok.py:2" in text
+
+
+def test_text_report_escapes_descriptions_evidence_and_fixes():
+    report = {"round": 2, "branch": "b", "base": "a" * 40, "head": "c" * 40, "defects": [{
+        "key": "D1", "state": "Open", "previous": "New", "path": "x\u202ey.py", "line_start": 1,
+        "severity": "Major", "description": "bad\x1b[31m red\r\nsecond line\x9b",
+        "ignored": False, "evidence": "still \x1b[0m here", "fix": "x = 1\x08\r\n\ty = 2\n"}],
+        "held": [{"severity": "Minor", "path": "h\x1b.py", "line_start": 3, "why": "muted",
+                  "kind": "k\x1b"}]}
+    text = as_text(report, width=80)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), repr(text)
+    for shown in ("x\\u202ey.py:1", "bad\\x1b[31m red", "second line\\x9b", "still \\x1b[0m here",
+                  "x = 1\\x08", "\ty = 2", "h\\x1b.py:3", "k\\x1b is muted"):
+        assert shown in text, (shown, text)
+    assert "\\r" not in text  # a CRLF description is two lines, not an escaped CR

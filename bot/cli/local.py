@@ -27,6 +27,7 @@ from ..review.engine import Engine, offline_engine
 from ..review.llm_config import LLMConfig
 from ..round import commit, gather, plan, read_settings
 from .fixpatch import fix_patch
+from .printable import PrintableFormatter, printable
 
 __all__ = ["Actions", "LocalError", "ModelUnreachable", "add_commands", "record_actions",
            "review_local"]
@@ -239,7 +240,7 @@ def write_fix_patch(repo: str, report: dict, path: str) -> None:
     patch, applied, skipped = fix_patch(report["defects"], read)
     Path(path).write_text(patch)
     note = f"; skipped {', '.join(skipped)} (overlapping or unreadable)" if skipped else ""
-    print(f"roundwise: wrote {len(applied)} fix(es) to {path}{note}", file=sys.stderr)
+    print(f"roundwise: wrote {len(applied)} fix(es) to {printable(path)}{note}", file=sys.stderr)
 
 
 def llm_config(args, environ) -> LLMConfig | None:
@@ -276,7 +277,7 @@ def _log_to_stderr(level: int) -> None:
     for old in [h for h in logger.handlers if getattr(h, "roundwise_review", False)]:
         logger.removeHandler(old)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("roundwise: %(message)s"))
+    handler.setFormatter(PrintableFormatter("roundwise: %(message)s"))
     handler.roundwise_review = True
     logger.addHandler(handler)
     logger.setLevel(level)
@@ -324,10 +325,11 @@ def cmd_review(args) -> int:
                   "with the offline reviewer (--offline-fallback)", file=sys.stderr)
             report = run(None, None)  # the first try recorded the actions already
     except LocalError as exc:
-        print(f"roundwise: {exc}", file=sys.stderr)
+        print(f"roundwise: {printable(exc)}", file=sys.stderr)
         return 2
     for line in report.get("actions") or []:
-        print(f"roundwise: {line} (recorded in {report['ledger']})", file=sys.stderr)
+        print(f"roundwise: {printable(line)} (recorded in {printable(report['ledger'])})",
+              file=sys.stderr)
     print(render(report, args.format))
     if report.get("dropped"):
         counts = ", ".join(f"{reason} {n}" for reason, n in report["dropped"].items())

@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+from .printable import printable
+
 __all__ = ["add_command", "confidence_rows", "confidence_table", "learnings_table", "stats_table"]
 
 WEAK = ("labels are weak: they come from what people did next (resolving, unresolving, "
@@ -48,9 +50,11 @@ def stats_table(summary: dict, learnt: list[dict] | None = None,
                 confidence: dict[str, list[dict]] | None = None) -> str:
     """The text table ``roundwise stats`` prints; the repository column is as wide as the
     longest name, so long names never push the other columns out of line."""
-    w = max([len("repository"), *map(len, summary)])
+    names = {repo: printable(repo) for repo in summary}
+    w = max([len("repository"), *map(len, names.values())])
     lines = [f"{'repository':<{w}} {'kind':<8} {'transition':<20} {'+':>5} {'-':>5} {'rate':>7}"]
-    for repo, data in sorted(summary.items()):
+    for name, data in sorted(summary.items()):
+        repo = names[name]
         f = data["findings"]
         lines.append(f"{repo:<{w}} {'finding':<8} {'raised':<20} {f['accepted']:>5} "
                      f"{f['dismissed']:>5} {_rate(f['acceptance_rate']):>7}")
@@ -74,6 +78,9 @@ def learnings_table(rows: list[dict]) -> str:
 
     if not rows:
         return "learnings: no finding of the bot judged yet"
+    rows = [{**r, "repo": printable(r["repo"]), "kind": printable(r["kind"]),
+             "unmuted_by": printable(r["unmuted_by"]) if r.get("unmuted_by") else None}
+            for r in rows]
     w = max([len("repository"), *(len(r["repo"]) for r in rows)])
     k = max([len("finding kind"), *(len(r["kind"]) for r in rows)])
     lines = [f"{'repository':<{w}} {'finding kind':<{k}} {'dismissed':>9} {'judged':>6}  held back"]
@@ -107,7 +114,7 @@ def confidence_rows(ledger, repos: list[str]) -> dict[str, list[dict]]:
 
 def confidence_table(rows: dict[str, list[dict]]) -> str:
     """The per-repository confidence as text."""
-    flat = [(repo, r) for repo, rs in sorted(rows.items()) for r in rs]
+    flat = [(printable(repo), r) for repo, rs in sorted(rows.items()) for r in rs]
     if not flat:
         return "confidence per repository: no state decision of the bot judged yet"
     w = max([len("repository"), *(len(repo) for repo, _ in flat)])

@@ -3,13 +3,18 @@
 One header row per defect in fixed-width columns (key, state, state before this round,
 severity, place), so a state change never shifts the columns and ``grep``/``awk`` can read
 them; the description follows, wrapped and indented, in full. Evidence that is longer than a
-few lines is cut at a word boundary and ends with "…", so a cut is always visible.
+few lines is cut at a word boundary and ends with "…", so a cut is always visible. Every
+text from the code under review (names, descriptions, evidence, fixes) has its control
+characters escaped (``bot.cli.printable``): a file name cannot move the cursor of the terminal
+or CI log that shows the report.
 """
 
 from __future__ import annotations
 
 import shutil
 import textwrap
+
+from .printable import printable
 
 __all__ = ["as_text", "shorten"]
 
@@ -36,7 +41,7 @@ def _width() -> int:
 
 def as_text(report: dict, width: int | None = None) -> str:
     width = width or _width()
-    title = (f"roundwise round {report['round']} of {report['branch']} "
+    title = (f"roundwise round {report['round']} of {printable(report['branch'])} "
              f"({report['base'][:7]}...{report['head'][:7]})")
     shown = [d for d in report["defects"] if not d["ignored"]]
     lines = [title]
@@ -49,19 +54,20 @@ def as_text(report: dict, width: int | None = None) -> str:
     wrap = textwrap.TextWrapper(width=width, initial_indent=INDENT, subsequent_indent=INDENT,
                                 break_long_words=False, break_on_hyphens=False)
     for d in shown:
-        where = f"{d['path']}:{d['line_start']}" if d["path"] else "(whole change)"
+        where = _where(d)
         was = "-" if d["previous"] in (None, d["state"]) else d["previous"]
         lines.append(row.format(d["key"], d["state"], was, d["severity"], where).rstrip())
-        for paragraph in (d["description"] or "").splitlines():
-            lines.extend(wrap.wrap(paragraph) or [""])
+        for paragraph in (d["description"] or "").split("\n"):
+            lines.extend(wrap.wrap(printable(paragraph.removesuffix("\r"))) or [""])
         if d["state"] != "New" and d.get("evidence"):
-            evidence = shorten(d["evidence"], EVIDENCE_CHARS)
+            evidence = printable(shorten(d["evidence"], EVIDENCE_CHARS))
             lines.extend(textwrap.wrap(evidence, width=width, initial_indent=INDENT + "evidence: ",
                                        subsequent_indent=INDENT, break_long_words=False))
         if d.get("fix") is not None and d["state"] != "Resolved":  # the suggested fix
             if d["fix"].strip():
                 lines.append(INDENT + "fix: replace with:")
-                lines.extend(INDENT + "  " + ln for ln in d["fix"].splitlines())
+                lines.extend(INDENT + "  " + printable(ln.removesuffix("\r"), lines=True)
+                             for ln in d["fix"].removesuffix("\n").split("\n"))
             else:
                 lines.append(INDENT + "fix: delete the line(s)")
     return "\n".join(lines + _held(report))
@@ -74,8 +80,16 @@ def _held(report: dict) -> list[str]:
         return []
     out = [f"held back: {len(held)} finding(s), not tracked"]
     for h in held:
-        where = f"{h['path']}:{h['line_start']}" if h.get("path") else "(whole change)"
-        why = (f"{h['kind']} is muted (roundwise review --unmute {h['kind']})"
+        where = _where(h)
+        kind = printable(h.get("kind"))
+        why = (f"{kind} is muted (roundwise review --unmute {kind})"
                if h["why"] == "muted" else "converge")
         out.append(f"{INDENT}{h['severity']:<{SEVERITY_WIDTH}}{where}  [{why}]")
     return out
+
+
+def _where(item: dict) -> str:
+    """``path:line`` of a defect or finding, its name escaped; the whole change without one."""
+    if not item.get("path"):
+        return "(whole change)"
+    return f"{printable(item['path'])}:{item['line_start']}"
