@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import socket
+import struct
 import time
 from urllib.parse import urlsplit
 
@@ -18,7 +20,7 @@ import pytest
 
 from bench.replay import payloads
 from bot.github import body as body_module
-from bot.server import serving
+from bot.server import serving, unverified
 
 from .server_kit import HEAD1, HEAD2, NUMBER, REPO, ROUND2_FILES, open_pr, running_bot
 
@@ -82,6 +84,53 @@ async def test_a_slow_or_abandoned_body_is_cut_off_in_one_log_line(tmp_path, mon
         assert (await signed_ping(bot))[0] == 200
     tracebacks = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
     assert tracebacks == []
+
+
+def hang_up_at_once(bot, data: bytes) -> None:
+    """Send ``data`` and reset the connection without reading a byte of the answer, without
+    letting the server's loop (this test's) run in between."""
+    url = urlsplit(bot.url)
+    sock = socket.create_connection((url.hostname, url.port))
+    sock.sendall(data)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+async def test_strangers_faults_are_one_log_line_each_never_a_traceback(tmp_path, monkeypatch,
+                                                                        caplog):
+    """Issue 40, item 5, with raw sockets: a header line over aiohttp's limit and 5,000
+    headers are a 400 and one WARNING line each; clients hanging up while their body is being
+    read, or while a 429 answers it unread, are one line each too."""
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(unverified, "PER_PEER", 1)
+    async with running_bot(tmp_path) as bot:
+        malformed = [b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 20_000 + b"\r\n\r\n",
+                     b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                     + b"".join(b"X-H%d: y\r\n" % i for i in range(5000)) + b"\r\n"]
+        for request in malformed:
+            reader, writer = await raw_connection(bot)
+            writer.write(request)
+            assert b" 400 " in await asyncio.wait_for(reader.readline(), 5)
+            writer.close()
+        reader, writer = await raw_connection(bot)  # holds this address's one slot
+        writer.write(request_head(100_000) + b'{"zen": ')
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        for _ in range(20):  # refused with 429 at once, their bodies unread
+            hang_up_at_once(bot, request_head(100_000) + b'{"zen": ' + b"x" * 3000)
+        await asyncio.sleep(0.3)
+        writer.transport.abort()  # and the one being read
+        await asyncio.sleep(0.3)
+        assert (await signed_ping(bot))[0] == 200
+    faults = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert [r.getMessage().split(":")[0] for r in faults] == [
+        "refused a malformed request (from 127.0.0.1)"] * 2
+    assert "Got more than 8190 bytes" in faults[0].getMessage()
+    assert "Too many headers" in faults[1].getMessage()
+    assert all(len(r.getMessage()) < 400 and "\n" not in r.getMessage() for r in faults)
+    tracebacks = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert tracebacks == []
+    assert "Traceback" not in caplog.text
 
 
 async def test_idle_connections_are_closed_and_capped(tmp_path, monkeypatch):

@@ -7,8 +7,10 @@ of file descriptors (then every request fails, with a traceback each). ``Guarded
 closes connections idle for ``IDLE_TIMEOUT`` seconds (also one that never sends a request),
 and keeps at most ``MAX_CONNECTIONS`` open: past that a new connection closes the oldest idle
 one (so idle sockets cannot lock GitHub out), or is refused when none is idle; either is logged
-once a second at most. ``serve_app`` then settles the heap (``settle_heap``): start-up's objects
-frozen, the young generation collected less often.
+once a second at most; a stranger's malformed request or hang-up is one log line, never a
+traceback (``bot.server.disconnects.StrangerFaults``, installed with the runner). ``serve_app``
+then settles the heap (``settle_heap``): start-up's objects frozen, the young generation
+collected less often.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from aiohttp import web
 from aiohttp.web_server import Server
 
 from ..forge.unverified import oldest_reading
+from .disconnects import install_stranger_faults
 
 __all__ = ["GC_THRESHOLDS", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "GuardedRunner", "settle_heap"]
 
@@ -89,6 +92,7 @@ class GuardedRunner(web.AppRunner):
         kwargs.setdefault("auto_decompress", False)
         kwargs.setdefault("keepalive_timeout", IDLE_TIMEOUT)
         super().__init__(app, **kwargs)
+        install_stranger_faults()
         self._max_connections = max_connections or MAX_CONNECTIONS
 
     async def _make_server(self) -> Server:
