@@ -30,6 +30,7 @@ from .state import (
     MAX_DIFF_FILES,
     MAX_DIFF_LINES,
     MAX_JWT_LIFETIME,
+    MAX_LISTED_FILES,
     PATH_ERROR,
     PERMISSION_LEVELS,
     RAW_TYPE,
@@ -540,9 +541,9 @@ class RestApi:
 
     async def _h_pull_files(self, call: _Call) -> web.Response:
         repo, pr = call.repo, call.pr
-        entries = [
+        entries = [  # GitHub lists 3,000 files at most
             self._diff_entry(repo, pr.head_sha, d, d.path not in pr.omitted_patches)
-            for d in self._diff(repo, pr.base_sha, pr.head_sha)
+            for d in self._diff(repo, pr.base_sha, pr.head_sha)[:MAX_LISTED_FILES]
         ]
         return self._paginate(call, entries)
 

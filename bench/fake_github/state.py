@@ -29,6 +29,7 @@ RAW_TYPE = "application/vnd.github.v3.raw; charset=utf-8"
 MAX_JWT_LIFETIME = 600
 MAX_DIFF_FILES = 300
 MAX_DIFF_LINES = 20000
+MAX_LISTED_FILES = 3000  # the list-files API's most, whatever the pull request changes
 PERMISSION_LEVELS = {
     "admin": ("admin", "admin"),
     "maintain": ("write", "maintain"),

@@ -3,7 +3,7 @@
 
 ``add_commands`` registers them; each lives in its own module, imported only when the parser is
 built: ``setup``, ``local`` (``roundwise review``, with its outputs ``textreport``, ``sarif`` and
-``fixpatch``), ``stats`` and ``db``; ``serve`` is ``bot.server.app.serve``. ``roundwise.cli``
+``fixpatch``; ``printable`` escapes what a terminal would obey), ``stats`` and ``db``; ``serve`` is ``bot.server.app.serve``. ``roundwise.cli``
 composes these with the bench's; this package knows nothing of the bench.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_commands", "db", "fixpatch", "local", "sarif", "setup", "stats", "textreport"]
+__all__ = ["add_commands", "db", "fixpatch", "local", "printable", "sarif", "setup", "stats",
+           "textreport"]
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

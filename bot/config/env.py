@@ -49,7 +49,7 @@ OWN_SETTINGS: dict[str, tuple[str, str]] = {
     "ROUNDWISE_REVIEW_DRAFTS": ("review draft PRs unless a repo's settings say otherwise",
                                 "false"),
     "ROUNDWISE_MAX_REVIEW_FILES": (("changed files one round reviews, in diff order; the "
-                                    "summary says how many it left out"), "300"),
+                                    "summary and the check run name those left out"), "3000"),
     "ROUNDWISE_MAX_REVIEW_LINES": ("diff lines one round reviews (whole files)", "20000"),
     "ROUNDWISE_MAX_REVIEW_BYTES": ("bytes of diff one round reviews (whole files)", "2097152"),
     # not the server's: `roundwise bench mine` reads repositories the App is not installed on

@@ -10,6 +10,8 @@ able to switch its own review off. Example::
     static_checks: true    # run the offline static checks (also alongside an LLM)
     require_tests: false   # track "source changed, no test changed" as a defect (else a note)
     fail_on: Major         # the roundwise check fails while an open defect this severe stands
+    partial_review: action_required  # the check's conclusion (with fail_on) when a round could
+                           # not review every file; or neutral (passes a required check), failure
     review_event: comment  # or request_changes: the round's review requests changes then
     converge: {after_round: 2, min_severity: Major}  # later rounds add only Major or worse
     paths:                 # per glob: skip the files, or tell the model how to review them
@@ -34,6 +36,7 @@ import yaml
 
 from tracker.models import SEVERITIES
 
+from ..forge.coverage import PARTIAL_REVIEW
 from ..review.engine import Settings
 from ..review.paths import MAX_INSTRUCTIONS, PathRule
 
@@ -44,7 +47,8 @@ MAX_DEPTH = 20
 MAX_EXPANDED_NODES = 10_000  # a real settings file has a few dozen
 MAX_EXPANDED_CHARS = 256 * 1024
 KEYS = {"ignore_paths", "review_drafts", "max_comments", "min_severity", "static_checks",
-        "require_tests", "fail_on", "review_event", "converge", "paths"}
+        "require_tests", "fail_on", "partial_review", "review_event", "converge",
+        "paths"}
 CONVERGE_KEYS = {"after_round", "min_severity"}
 PATH_KEYS = {"glob", "skip", "instructions", "ignore_rules"}
 MAX_PATHS = 100
@@ -104,6 +108,12 @@ def parse_settings(text: str | None, *, default_drafts: bool = False) -> Setting
         if value not in SEVERITIES:
             raise SettingsError(f"{PATH}: fail_on must be none or one of {', '.join(SEVERITIES)}")
         settings.fail_on = value
+    if "partial_review" in data:
+        value = str(data["partial_review"]).lower()
+        if value not in PARTIAL_REVIEW:
+            raise SettingsError(f"{PATH}: partial_review must be one of "
+                                f"{', '.join(PARTIAL_REVIEW)}")
+        settings.partial_review = value
     if "review_event" in data:
         value = str(data["review_event"]).lower()
         if value not in REVIEW_EVENTS:

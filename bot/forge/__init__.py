@@ -2,7 +2,8 @@
 
 ``port`` (what a review round needs from a code host: ``ForgeReader``, ``Forge``, the typed
 errors; re-exported here, so ``from bot.forge import Forge`` reads as the port), ``confine``
-(paths and line numbers from outside made safe, for every backend) and ``localgit``
+(paths and line numbers from outside made safe, for every backend), ``coverage`` (a diff
+with the changed files it leaves out, and why) and ``localgit``
 (``LocalGitForge``, the read side over a local git repository, for ``roundwise review``). The
 GitHub and GitLab backends are the packages ``bot.github`` and ``bot.gitlab``; ``host`` says
 what a backend hands the settings and the server (a ``Host`` entry; the list of them is the
@@ -31,5 +32,5 @@ from .port import (
 
 __all__ = ["Comment", "Forbidden", "Forge", "ForgeError", "ForgeReader", "InlineComment",
            "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Review", "Thread",
-           "Unauthorized", "Unavailable", "Unprocessable", "appkeys", "confine", "host",
-           "localgit", "port", "unverified"]
+           "Unauthorized", "Unavailable", "Unprocessable", "appkeys", "confine", "coverage",
+           "host", "localgit", "port", "unverified"]

@@ -18,6 +18,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from .coverage import ListedDiff
+
 __all__ = [
     "Comment", "Forbidden", "Forge", "ForgeError", "ForgeReader", "InlineComment",
     "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Review", "Thread",
@@ -95,6 +97,7 @@ class PullRequest:
     base_sha: str | None
     open: bool = True
     draft: bool = False
+    changed_files: int | None = None  # as the host counts them (None: it does not say)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,12 @@ class ForgeReader(ABC):
     @abstractmethod
     async def compare_diff(self, base: str, head: str) -> str:
         """The unified diff from commit ``base`` to commit ``head``."""
+
+    async def listed_pull_diff(self, pull: PullRequest) -> ListedDiff:
+        """The pull request's diff with the changed files it has no patch for and why
+        (``bot.forge.coverage``), for a pull request too large to compare whole. A forge
+        whose ``pull_diff`` is always whole keeps this default."""
+        return ListedDiff(await self.pull_diff(pull.number))
 
     async def compare_status(self, base: str, head: str) -> str:
         """How commit ``head`` relates to ``base``: ``ahead`` (base is its ancestor),

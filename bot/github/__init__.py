@@ -1,6 +1,7 @@
 """The GitHub backend: the App's client, its errors, webhooks and the forge over them.
 
-``client`` (App JWTs, installation tokens, REST and GraphQL with retries), ``errors`` (the typed
+``client`` (App JWTs, installation tokens, REST and GraphQL with retries), ``files`` (a pull
+request too large for GitHub's diff, from its files list page by page), ``errors`` (the typed
 tree), ``webhooks`` (``POST /webhook``: signature, routing, durable jobs), ``body`` (the
 bounded, verified read of a webhook body), ``forge`` (``GitHubForge``, the round's port) and
 ``host`` (the App's settings and what the server mounts: ``bot.server.hosts``'s entry).
@@ -11,4 +12,4 @@ from .errors import GitHubError
 from .forge import GitHubForge
 
 __all__ = ["GitHubApp", "GitHubError", "GitHubForge", "RepoClient", "RetryPolicy", "body", "client",
-           "errors", "files_to_diff", "forge", "graphql_endpoint", "host", "webhooks"]
+           "errors", "files", "files_to_diff", "forge", "graphql_endpoint", "host", "webhooks"]

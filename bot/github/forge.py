@@ -9,7 +9,9 @@ from __future__ import annotations
 from tracker.discussion import first_lines
 
 from ..forge import Comment, Forge, InlineComment, PullRequest, Review, Thread
+from ..forge.coverage import ListedDiff
 from .client import RepoClient
+from .files import listed_pull_diff
 
 __all__ = ["GitHubForge"]
 
@@ -27,6 +29,7 @@ class GitHubForge(Forge):
             body=data.get("body") or "", author=(data.get("user") or {}).get("login"),
             head_sha=data["head"]["sha"], base_sha=(data.get("base") or {}).get("sha"),
             open=data.get("state") == "open", draft=bool(data.get("draft")),
+            changed_files=_count(data.get("changed_files")),
         )
 
     async def pull_diff(self, number: int) -> str:
@@ -34,6 +37,9 @@ class GitHubForge(Forge):
 
     async def compare_diff(self, base: str, head: str) -> str:
         return await self.client.compare_diff(base, head)
+
+    async def listed_pull_diff(self, pull: PullRequest) -> ListedDiff:
+        return await listed_pull_diff(self.client, pull.number, pull.changed_files)
 
     async def compare_status(self, base: str, head: str) -> str:
         return await self.client.compare_status(base, head)
@@ -105,6 +111,11 @@ class GitHubForge(Forge):
 
     async def react(self, comment_id: int, content: str) -> None:
         await self.client.react_issue_comment(comment_id, content)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
 
 
 def _comment(data: dict) -> Comment:

@@ -50,7 +50,8 @@ def status_fields(fields: dict) -> dict | None:
     status, conclusion = fields.get("status"), fields.get("conclusion")
     if status == "completed":
         state = {"failure": "failed", "cancelled": "canceled", "skipped": "skipped",
-                 "timed_out": "failed"}.get(conclusion or "", "success")
+                 "timed_out": "failed", "action_required": "failed"}.get(conclusion or "",
+                                                                          "success")
     elif status == "in_progress":
         state = "running"
     elif status == "queued":

@@ -7,6 +7,9 @@ or above that severity stands; otherwise ``neutral`` while any defect is open, `
 none is). Open defects anchored on the head become annotations, 50 per request as GitHub
 demands. A failed round completes its check as ``neutral`` with the reason, so no check is left
 spinning; a person resolving or ignoring a defect between pushes updates the check in place.
+A round that could not review every changed file never concludes ``success``, nor passes a
+``fail_on`` gate: the check concludes the repository's ``partial_review`` and lists those files
+(``bot.pr.unreviewed``).
 
 Check-run calls never fail a round: a repository that has not granted ``checks: write`` still
 gets its review, and the error is logged.
@@ -25,6 +28,7 @@ from tracker.store import LedgerStore
 
 from ..forge import Forge, ForgeError, NotFound, Unprocessable
 from ..store.offload import off_loop
+from . import unreviewed as partial_files
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
            "standing", "start", "supersede"]
@@ -130,10 +134,15 @@ def unsure_lines(decisions: list[dict]) -> list[str]:
 
 
 def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
-           summary_url: str | None = None, decisions: list[dict] = ()) -> dict:
+           summary_url: str | None = None, decisions: list[dict] = (),
+           left_out: tuple[list, int] = ([], 0), result: str | None = None) -> dict:
     """The check run's ``output`` without annotations: title, summary and the defect table;
-    ``decisions``: the round's decisions (as its plan stores them), for the unsure ones."""
-    lines = [_verdict(defects, fail_on), ""]
+    ``decisions``: the round's decisions (as its plan stores them), for the unsure ones;
+    ``left_out``: the changed files the round did not review and how many were not listed
+    (``bot.pr.unreviewed``), and ``result`` the conclusion they led to."""
+    unreviewed, unlisted = left_out
+    lines = partial_files.check_lines(unreviewed, unlisted, result or "neutral")
+    lines += [_verdict(defects, fail_on), ""]
     if summary_url:
         lines += [f"The full ledger is in the [roundwise summary]({summary_url}).", ""]
     lines += unsure_lines(list(decisions))
@@ -144,7 +153,11 @@ def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
         for d in rows:
             text.append(f"| {d.key} | {d.severity} | {MCR_TYPES.get(d.type, d.type)} | "
                         f"{_link(repo, head, d)} | {_cell(d.text)} |")
-    out = {"title": title(defects, fail_on), "summary": "\n".join(lines).strip()}
+    shown = title(defects, fail_on)
+    if unreviewed or unlisted:
+        n = len(unreviewed) + unlisted
+        shown = f"{n} file{'s' * (n != 1)} not reviewed · {shown}"
+    out = {"title": shown, "summary": "\n".join(lines).strip()[:MAX_TEXT]}
     body = "\n".join(text)
     if len(body) > MAX_TEXT:
         cut = body[: MAX_TEXT - 200].rsplit("\n", 1)[0]
@@ -239,15 +252,18 @@ async def start(forge: Forge, store: LedgerStore, pr_id: int, number: int, head:
 
 
 async def complete(forge: Forge, store: LedgerStore, pr: dict, number: int, head: str,
-                   fail_on: str | None) -> str | None:
-    """Complete round ``number``'s check from the ledger; the conclusion given."""
+                   fail_on: str | None, partial: str | None = None) -> str | None:
+    """Complete round ``number``'s check from the ledger; the conclusion given. ``partial``:
+    the repository's ``partial_review`` (``bot.pr.unreviewed``)."""
     row = await _round(store, pr["id"], number)
     if not row or not row.get("check_run_id"):
         return None
     defects = await off_loop(store, store.defects, pr["id"])
-    result = conclusion(defects, fail_on)
+    left_out = partial_files.read(_saved_plan(row))
+    result = partial_files.gate(conclusion(defects, fail_on), fail_on, *left_out, partial)
     out = _with_notice(output(defects, fail_on, pr["repo"], head,
-                              decisions=_saved_plan(row).get("decisions") or []), row)
+                              decisions=_saved_plan(row).get("decisions") or [],
+                              left_out=left_out, result=result), row)
     notes = annotations(defects, fail_on)
     try:
         await forge.update_check_run(row["check_run_id"], {
@@ -259,7 +275,7 @@ async def complete(forge: Forge, store: LedgerStore, pr: dict, number: int, head
     except ForgeError as exc:
         log.warning("could not complete the check run of round %d: %s", number, exc)
         return None
-    await _remember(store, row, out["title"], result, fail_on)
+    await _remember(store, row, out["title"], result, fail_on, partial)
     return result
 
 
@@ -310,16 +326,18 @@ async def refresh(forge: Forge, store: LedgerStore, pr: dict) -> str | None:
     row = await off_loop(store, store.last_round, pr["id"])
     if not row or not row.get("check_run_id") or not row.get("check_shown"):
         return None
-    shown_title, shown, fail_on = (json.loads(row["check_shown"]) + [None])[:3]
+    shown_title, shown, fail_on, partial = (json.loads(row["check_shown"]) + [None, None])[:4]
     if shown_title == "failed":
         return None
     defects = await off_loop(store, store.defects, pr["id"])
-    result = conclusion(defects, fail_on)
+    left_out = partial_files.read(_saved_plan(row))
+    result = partial_files.gate(conclusion(defects, fail_on), fail_on, *left_out, partial)
     now = {d.key: str(d.state) for d in defects}
     standing_decisions = [d for d in _saved_plan(row).get("decisions") or []
                           if now.get(d.get("key")) == d.get("state")]  # none a person changed
     out = _with_notice(output(defects, fail_on, pr["repo"], row["head_sha"],
-                              decisions=standing_decisions), row)
+                              decisions=standing_decisions, left_out=left_out,
+                              result=result), row)
     if (out["title"], result) == (shown_title, shown):
         return None
     try:
@@ -329,7 +347,7 @@ async def refresh(forge: Forge, store: LedgerStore, pr: dict) -> str | None:
     except ForgeError as exc:
         log.warning("could not update the check run of round %d: %s", row["number"], exc)
         return None
-    await _remember(store, row, out["title"], result, fail_on)
+    await _remember(store, row, out["title"], result, fail_on, partial)
     return result
 
 
@@ -370,6 +388,6 @@ async def verdict(forge: Forge, store: LedgerStore, pr: dict, number: int, head:
 
 
 async def _remember(store: LedgerStore, row: dict, shown_title: str, result: str,
-                    fail_on: str | None = None) -> None:
+                    fail_on: str | None = None, partial: str | None = None) -> None:
     await off_loop(store, store.update_round, row["id"],
-                   check_shown=json.dumps([shown_title, result, fail_on]))
+                   check_shown=json.dumps([shown_title, result, fail_on, partial]))

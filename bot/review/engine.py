@@ -28,6 +28,7 @@ from tracker.learnings import Learning, kind_of
 from tracker.lifecycle import State
 from tracker.models import Decision, Defect, Finding, Signal, severity_rank
 
+from ..forge.coverage import Unreviewed
 from .offline import review_offline
 from .patch import Patches
 from .paths import PathRule, matches_any
@@ -46,6 +47,8 @@ class Settings:
     require_tests: bool = False  # track "code changed, no test changed" as a defect
     fail_on: str | None = None  # the check run fails while a defect this severe stands
     review_event: str = "comment"  # or "request_changes" while blocking defects stand
+    # the check's conclusion, with ``fail_on`` set, when a round could not review every file
+    partial_review: str = "action_required"
     # ``converge``: after round ``converge_after``, new findings below ``converge_severity``
     # are held back (shown folded in the summary, never posted inline).
     converge_after: int | None = None
@@ -89,6 +92,10 @@ class RoundContext:
     verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)
     # what the round left out of its diff and why (``bot.config.bounds``), for the summary
     skipped: list[str] = field(default_factory=list)
+    # the changed files it did not review, with why (``bot.forge.coverage``), and how many
+    # the host did not even list: for the summary and the check run's gate
+    unreviewed: list[Unreviewed] = field(default_factory=list)
+    unlisted: int = 0
 
     def code_at(self, path: str | None, start: int | None, end: int | None) -> str | None:
         if not path or start is None:

@@ -19,10 +19,11 @@ from tracker.store import LedgerStore
 from tracker.verdicts import rule_record
 
 from ..config.bounds import DEFAULT as DEFAULT_LIMITS
-from ..config.bounds import ReviewLimits, bound_diff, too_large_note
+from ..config.bounds import ReviewLimits, binary_paths, bound_diff, bound_listed, too_large_note
 from ..config.repo_settings import PATH as SETTINGS_PATH
 from ..config.repo_settings import SettingsError, parse_settings
 from ..forge import ForgeReader, NotAcceptable, NotFound, PullRequest, Unprocessable
+from ..forge.coverage import BINARY, CAPS, ListedDiff, Unreviewed
 from ..review.engine import DiffLines, RoundContext, Settings
 from ..review.patch import Patches
 from ..store.offload import off_loop
@@ -67,13 +68,13 @@ async def gather(forge: ForgeReader, store: LedgerStore, pr: dict, pull: PullReq
     previous = await off_loop(store, store.last_round, pr["id"])
     skipped: list[str] = []
     try:
-        pr_diff = await _pr_diff(forge, pull)
+        listed = await _pr_diff(forge, pull)
     except NotAcceptable as exc:
         log.warning("the diff of %s#%s is too large to review: %s", pr["repo"], pr["number"],
                     exc)
-        pr_diff = ""
+        listed = ListedDiff("", unlisted=max(pull.changed_files or 0, 1))
         skipped.append(too_large_note("the host would not give its diff, nor its files"))
-    pr_diff, note = await asyncio.to_thread(bound_diff, pr_diff, limits)
+    pr_diff, note, unreviewed = await asyncio.to_thread(_bounded, listed, limits)
     skipped += [note] if note else []
     if previous is None:
         round_diff = pr_diff  # the first round: the whole PR is new
@@ -111,20 +112,38 @@ async def gather(forge: ForgeReader, store: LedgerStore, pr: dict, pull: PullReq
         previous_head=previous["head_sha"] if previous else None, anchor_diffs=anchor_diffs,
         patches=patches, upstream_diff=upstream_diff, muted=muted, messages=messages,
         ignored=[d for d in known if d.ignored], skipped=skipped, verdicts=record,
+        unreviewed=unreviewed, unlisted=listed.unlisted,
     )
     return RoundInputs(ctx, pr["id"], number, int(next_key[1:]))
 
 
-async def _pr_diff(forge: ForgeReader, pull: PullRequest) -> str:
+async def _pr_diff(forge: ForgeReader, pull: PullRequest) -> ListedDiff:
     """The PR's diff pinned to the head under review (``base...head``), never "the PR's diff
     now": a push while the round runs must not give it a diff of another head. Only when the
-    forge will not give so large a comparison does the round take the PR's own diff."""
+    forge will not give so large a comparison does the round take the PR's own diff, with the
+    files it holds no patch for (``ForgeReader.listed_pull_diff``)."""
     if pull.base_sha:
         try:
-            return await forge.compare_diff(pull.base_sha, pull.head_sha)
+            return ListedDiff(await forge.compare_diff(pull.base_sha, pull.head_sha))
         except NotAcceptable:
-            log.info("the comparison is too large; using the pull request's diff")
-    return await forge.pull_diff(pull.number)
+            log.info("the comparison is too large; using the pull request's files")
+    return await forge.listed_pull_diff(pull)
+
+
+def _bounded(listed: ListedDiff, limits: ReviewLimits
+             ) -> tuple[str, str | None, list[Unreviewed]]:
+    """The part of the diff the round reviews (``bot.config.bounds``), the note on what the
+    caps left out, and every changed file not reviewed with why: the forge's, those the caps
+    cut, and the binary ones the diff shows (once each)."""
+    text, note, cut = bound_listed(listed.text, limits)
+    out = list(listed.unreviewed)
+    named = {u.path for u in out}
+    for path in cut:
+        if path not in named:
+            out.append(Unreviewed(path, CAPS))
+            named.add(path)
+    out += [Unreviewed(p, BINARY) for p in binary_paths(text) if p not in named]
+    return text, note, out
 
 
 async def _round_diff(forge: ForgeReader, previous: dict, head: str, pr_diff: str,
@@ -160,7 +179,7 @@ async def _anchor_diffs(forge: ForgeReader, tracked: list[Defect], previous: dic
             continue
         try:
             out[sha] = await forge.compare_diff(sha, head)
-        except (NotFound, Unprocessable) as exc:
+        except (NotFound, NotAcceptable, Unprocessable) as exc:
             log.info("cannot compare %s...%s (%s); mapping from the last review", sha, head,
                      exc.status)
     return out

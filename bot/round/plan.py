@@ -95,6 +95,10 @@ class RoundPlan:
     muted: dict[str, list[int]] = field(default_factory=dict)
     converge: list = field(default_factory=list)  # [after_round, min_severity] when it held any
     skipped: list[str] = field(default_factory=list)  # what the round did not review, and why
+    # the changed files it did not review: [path, why] (``bot.forge.coverage``), and how many
+    # the host did not list; the check run reads them from the saved plan
+    unreviewed: list[list[str]] = field(default_factory=list)
+    unlisted: int = 0
 
     def decision(self, key: str) -> Decision | None:
         return next((d for d in self.decisions if d.key == key), None)
@@ -115,6 +119,8 @@ class RoundPlan:
             "muted": {k: list(v) for k, v in self.muted.items()},
             "converge": list(self.converge),
             "skipped": list(self.skipped),
+            "unreviewed": [list(u) for u in self.unreviewed],
+            "unlisted": self.unlisted,
         }
 
     @classmethod
@@ -134,6 +140,8 @@ class RoundPlan:
             muted={k: list(v) for k, v in (data.get("muted") or {}).items()},
             converge=list(data.get("converge") or []),
             skipped=list(data.get("skipped") or []),
+            unreviewed=[list(u) for u in data.get("unreviewed") or []],
+            unlisted=int(data.get("unlisted") or 0),
         )
 
     def held_findings(self) -> list[tuple[Finding, str]]:
@@ -175,4 +183,6 @@ async def plan(engine: Engine, inputs: RoundInputs) -> RoundPlan:
         converge=[ctx.settings.converge_after, ctx.settings.converge_severity]
         if any(why == "converge" for _f, why in result.held) else [],
         skipped=list(ctx.skipped),
+        unreviewed=[[u.path, u.why] for u in ctx.unreviewed],
+        unlisted=ctx.unlisted,
     )

@@ -18,7 +18,7 @@ from tracker.models import Decision, Defect, Finding, SignalKind
 from tracker.store import LedgerStore
 
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
-from ..pr import render, summary
+from ..pr import render, summary, unreviewed
 from ..review.engine import model_silence_note
 from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
@@ -165,6 +165,9 @@ def summary_body(store: LedgerStore, pr_id: int, number: int, head: str, plan: R
     if settings_error:
         notes.append(f"⚠️ {settings_error}; using the defaults.")
     notes += [f"⚠️ {note}" for note in (shown.skipped if shown else [])]  # bot.config.bounds
+    if shown and (shown.unreviewed or shown.unlisted):  # and which files, why (bot.forge.coverage)
+        notes.append("\n".join(unreviewed.summary_note(
+            *unreviewed.read({"unreviewed": shown.unreviewed, "unlisted": shown.unlisted}))))
     pr = store.pull_request_by_id(pr_id)
     held, notices = _held(store, pr_id, number, shown)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],

@@ -109,7 +109,7 @@ class RoundRunner:
                                   f"{type(exc).__name__}: {exc}")
                 raise
             await checks.complete(forge, self.ledger, pr, number, pull.head_sha,
-                                  settings.fail_on)
+                                  settings.fail_on, settings.partial_review)
             if settings.review_event == "request_changes":
                 await checks.verdict(forge, self.ledger, pr, number, pull.head_sha,
                                      settings.fail_on, self.bot_logins)
