@@ -103,7 +103,7 @@ async def test_files_github_will_not_list_or_diff_keep_the_gate_shut(tmp_path):
         check, summary = await review(bot)
         assert check["conclusion"] == "action_required"
         text = check["output"]["summary"]
-        assert "<code>pad/p0007.py</code>: GitHub sent no patch" in text
+        assert "<code>pad/p0007.py</code>: no patch from GitHub" in text
         assert "4 more that GitHub does not list" in text and "4 more that GitHub" in summary
         assert check["output"]["title"].startswith("5 files not reviewed")
 

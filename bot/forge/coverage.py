@@ -28,10 +28,10 @@ PARTIAL_REVIEW = ("action_required", "neutral", "failure")
 
 #: each reason in words, as the summary and the check run give it
 REASONS = {
-    UNLISTED: "beyond the 3,000 files GitHub lists for a pull request",
-    NO_PATCH: "GitHub sent no patch (the file's diff is too large for it to show)",
-    BINARY: "binary: no lines to review",
-    CAPS: "over the bot's caps (ROUNDWISE_MAX_REVIEW_FILES, _LINES, _BYTES)",
+    UNLISTED: "beyond the 3,000 files GitHub lists",
+    NO_PATCH: "no patch from GitHub (a diff too large for it to show)",
+    BINARY: "binary (no lines to review)",
+    CAPS: "over the bot's caps (ROUNDWISE_MAX_REVIEW_*)",
 }
 
 

@@ -60,7 +60,7 @@ def _counts(unreviewed: list[Unreviewed], unlisted: int) -> tuple[int, str]:
     if unlisted:
         by[UNLISTED] += unlisted
     parts = [f"{n} {REASONS.get(why, why)}" for why, n in by.most_common()]
-    return sum(by.values()), "; ".join(parts)
+    return sum(by.values()), ", ".join(parts)
 
 
 def _listing(unreviewed: list[Unreviewed], unlisted: int, limit: int) -> list[str]:
@@ -76,8 +76,7 @@ def _listing(unreviewed: list[Unreviewed], unlisted: int, limit: int) -> list[st
 
 def _headline(unreviewed: list[Unreviewed], unlisted: int) -> str:
     total, why = _counts(unreviewed, unlisted)
-    return (f"{total} changed file{'s were' if total != 1 else ' was'} not reviewed "
-            f"this round ({why})")
+    return f"{total} changed file{'s were' if total != 1 else ' was'} not reviewed: {why}"
 
 
 def summary_note(unreviewed: list[Unreviewed], unlisted: int) -> list[str]:
@@ -85,14 +84,13 @@ def summary_note(unreviewed: list[Unreviewed], unlisted: int) -> list[str]:
     if not unreviewed and not unlisted:
         return []
     if holds_gate(unreviewed, unlisted):
-        consequence = (": the `roundwise` check does not pass as if they had been (with "
-                       "`fail_on`, it concludes `partial_review`, `action_required` unless "
-                       "`.github/roundwise.yml` says otherwise); split the pull request to have "
-                       "every file reviewed.")
+        lead = ("⚠️ **Not every changed file was reviewed**, so the `roundwise` check does not "
+                "pass as if it had been: with `fail_on` it concludes `partial_review` "
+                "(`action_required` unless `.github/roundwise.yml` says otherwise). Split the "
+                "pull request to have every file reviewed.")
     else:
-        consequence = ": they hold no lines to review."
-    return [f"⚠️ **{_headline(unreviewed, unlisted)}**{consequence}", "",
-            "<details><summary>Files not reviewed</summary>", "",
+        lead = "ℹ️ Binary files changed: they hold no lines to review."
+    return [lead, "", f"<details><summary>{_headline(unreviewed, unlisted)}</summary>", "",
             *_listing(unreviewed, unlisted, IN_SUMMARY), "", "</details>"]
 
 
@@ -100,9 +98,9 @@ def check_lines(unreviewed: list[Unreviewed], unlisted: int, result: str) -> lis
     """The check run's paragraph on the files the round did not review (none: [])."""
     if not unreviewed and not unlisted:
         return []
-    lead = (f"**Not every file was reviewed:** {_headline(unreviewed, unlisted)}, so this "
-            f"check concludes `{result}`; `partial_review` in `.github/roundwise.yml` sets "
-            "what it concludes then (with `fail_on`)."
+    lead = (f"**Not every file was reviewed**, so this check concludes `{result}` "
+            "(`partial_review` in `.github/roundwise.yml`, with `fail_on`). "
+            f"{_headline(unreviewed, unlisted)}."
             if holds_gate(unreviewed, unlisted) else
-            f"{_headline(unreviewed, unlisted)}: they hold no lines to review.")
+            f"{_headline(unreviewed, unlisted)}.")
     return [lead, "", *_listing(unreviewed, unlisted, IN_CHECK), ""]
