@@ -187,6 +187,32 @@ async def test_pull_json_and_git_diff(fake, gh, session):
     assert caught.value.status_code == 406
 
 
+async def test_past_300_files_the_diff_is_refused_as_github_does_and_files_list_3000(
+        fake, gh, session):
+    """GitHub's observed 406 for a diff of over 300 files (status, message, errors,
+    documentation URL, the status as a string), pages of at most 100 files, and at most 3,000
+    files listed whatever the pull request changes (issue 40, item 1)."""
+    fake.add_pr(REPO, 9, "Huge", None, "bob", "main", BASE_SHA, {})
+    fake.push(REPO, 9, "9" * 40, {f"f{i:04d}.txt": f"{i}\n" for i in range(3001)})
+    async with session.get(f"{fake.url}/repos/{REPO}/pulls/9", headers={
+            "Authorization": f"token {gh.oauth_token}",
+            "Accept": "application/vnd.github.diff"}) as response:
+        assert response.status == 406
+        assert await response.json() == {
+            "message": "Sorry, the diff exceeded the maximum number of files (300). Consider "
+                       "using 'List pull requests files' API or locally cloning the repository "
+                       "instead.",
+            "errors": [{"resource": "PullRequest", "field": "diff", "code": "too_large"}],
+            "documentation_url": "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files",
+            "status": "406"}
+    async with session.get(f"{fake.url}/repos/{REPO}/pulls/9/files", params={"per_page": "500"},
+                           headers={"Authorization": f"token {gh.oauth_token}"}) as response:
+        assert len(await response.json()) == 100 and 'rel="next"' in response.headers["Link"]
+    names = [f["filename"] async for f in gh.getiter(f"/repos/{REPO}/pulls/9/files?per_page=100")]
+    assert len(names) == 3000 and names[-1] == "f2999.txt"
+    assert (await gh.getitem(f"/repos/{REPO}/pulls/9"))["changed_files"] == 3001
+
+
 async def test_files_pagination_follows_absolute_links(fake, gh, session):
     fake.add_pr(REPO, 8, "Many", None, "bob", "main", BASE_SHA, {})
     fake.push(REPO, 8, "8" * 40, {f"f{i}.txt": f"{i}\n" for i in range(7)})
