@@ -179,7 +179,7 @@ async def _anchor_diffs(forge: ForgeReader, tracked: list[Defect], previous: dic
             continue
         try:
             out[sha] = await forge.compare_diff(sha, head)
-        except (NotFound, NotAcceptable, Unprocessable) as exc:
+        except (NotFound, Unprocessable) as exc:
             log.info("cannot compare %s...%s (%s); mapping from the last review", sha, head,
                      exc.status)
     return out
