@@ -128,3 +128,12 @@ def test_bounds_name_what_they_cut_and_binary_files():
 ])
 def test_the_gate_never_passes_what_was_not_reviewed(result, fail_on, left, partial, expected):
     assert gate(result, fail_on, left, 0, partial) == expected
+
+
+def test_on_gitlab_action_required_is_a_failed_status():
+    """GitLab has no "action required": the gate's refusal must still block merging."""
+    from bot.gitlab.forge import status_fields
+
+    fields = {"name": "roundwise", "status": "completed", "conclusion": "action_required",
+              "output": {"title": "3 files not reviewed · no open defects"}}
+    assert status_fields(fields)["state"] == "failed"

@@ -27,6 +27,7 @@ from tracker.models import MCR_TYPES, SEVERITIES, Defect, severity_rank
 from tracker.store import LedgerStore
 
 from ..forge import Forge, ForgeError, NotFound, Unprocessable
+from ..forge.coverage import holds_gate
 from ..store.offload import off_loop
 from . import unreviewed as partial_files
 
@@ -154,7 +155,7 @@ def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
             text.append(f"| {d.key} | {d.severity} | {MCR_TYPES.get(d.type, d.type)} | "
                         f"{_link(repo, head, d)} | {_cell(d.text)} |")
     shown = title(defects, fail_on)
-    if unreviewed or unlisted:
+    if holds_gate(unreviewed, unlisted):  # binary files alone are named below, not here
         n = len(unreviewed) + unlisted
         shown = f"{n} file{'s' * (n != 1)} not reviewed · {shown}"
     out = {"title": shown, "summary": "\n".join(lines).strip()[:MAX_TEXT]}
