@@ -1,7 +1,8 @@
 """The ``roundwise`` command: one parser composed of the bot's and the bench's subcommands.
 
 This is the composition root: ``main`` sets litellm up once (``configure_litellm``) before any
-command can import it, then hands over to the chosen subcommand.
+command can import it, then hands over to the chosen subcommand, its stdout escaping control
+characters (``bot.cli.printable``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bot.cli.printable import PrintableWriter
 from bot.review.llm_config import configure_litellm
 
 __all__ = ["CLOSED_PIPE", "build_parser", "main"]
@@ -38,6 +40,8 @@ CLOSED_PIPE = 141
 def main(argv: list[str] | None = None) -> int:
     configure_litellm()
     args = build_parser().parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = PrintableWriter(stdout)  # text from pull requests cannot drive the terminal
     try:
         status = args.func(args) or 0
         sys.stdout.flush()  # a closed pipe shows here, where it can still be handled
@@ -46,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _closed_pipe()
+    finally:
+        sys.stdout = stdout
 
 
 def _closed_pipe() -> int:

@@ -269,7 +269,25 @@ def test_text_report_escapes_descriptions_evidence_and_fixes():
                   "kind": "k\x1b"}]}
     text = as_text(report, width=80)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), repr(text)
-    for shown in ("x\\u202ey.py:1", "bad\\x1b[31m red", "second line\\x9b", "still \\x1b[0m here",
+    for shown in ("x\\u202ey.py:1", "bad\\x1b[31m red", "second line\\u009b", "still \\x1b[0m here",
                   "x = 1\\x08", "\ty = 2", "h\\x1b.py:3", "k\\x1b is muted"):
         assert shown in text, (shown, text)
     assert "\\r" not in text  # a CRLF description is two lines, not an escaped CR
+
+
+def test_every_command_s_stdout_is_escaped_and_json_stays_json(capsys):
+    """``roundwise``'s stdout escapes control characters whatever the subcommand prints; a
+    JSON document with raw DEL, C1 or bidi characters (``ensure_ascii=False``) stays valid and
+    decodes to the same text."""
+    import io
+
+    from bot.cli.printable import PrintableWriter
+
+    out = io.StringIO()
+    writer = PrintableWriter(out)
+    value = {"path": "a\x7fb\x85c\u202ed", "text": "x\ty"}
+    print(json.dumps(value, ensure_ascii=False), file=writer)
+    print("plain \x1b[31mred\r\n", end="", file=writer)
+    assert json.loads(out.getvalue().splitlines()[0]) == value
+    assert out.getvalue().splitlines()[1] == "plain \\x1b[31mred\\r"
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", out.getvalue())
