@@ -137,3 +137,17 @@ def test_on_gitlab_action_required_is_a_failed_status():
     fields = {"name": "roundwise", "status": "completed", "conclusion": "action_required",
               "output": {"title": "3 files not reviewed · no open defects"}}
     assert status_fields(fields)["state"] == "failed"
+
+
+async def test_files_that_sort_first_do_not_take_the_whole_file_checks_from_the_real_one(
+        tmp_path):
+    """Past 300 changed files the round fetches the head text of the 300 with the most changed
+    lines, not the first 300 by name: ruff (which needs the whole file) still runs on the real
+    file behind 300 one-function padding files."""
+    real = "import os\n\n\ndef g(a):\n    x = a * 2\n    return x + 1\n"  # F401: os unused
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake, {**padding(300), REAL: real})
+        await review(bot)
+        rules = {c["body"].split("`")[1] for c in bot.fake.review_comments(REPO, NUMBER)
+                 if c["path"] == REAL and "`" in c["body"]}
+        assert "ruff:F401" in rules, rules

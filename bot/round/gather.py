@@ -94,9 +94,10 @@ async def gather(forge: ForgeReader, store: LedgerStore, pr: dict, pull: PullReq
         if previous is not None and previous["head_sha"] != head else []
     anchor_diffs = await _anchor_diffs(forge, tracked, previous, head)
     patches = Patches()  # the round's one parse of each diff, shared by every reader
-    changed = await asyncio.to_thread(  # the round's one parse of a diff of many files
-        lambda: DiffLines(pr_diff, diff_map=patches.map(pr_diff)).paths())
-    paths = sorted(changed)[:MAX_FILES]
+    lines = await asyncio.to_thread(  # the round's one parse of a diff of many files
+        lambda: DiffLines(pr_diff, diff_map=patches.map(pr_diff)))
+    changed = lines.paths()
+    paths = _text_worth(lines)
     paths += sorted({d.path for d in tracked if d.path and d.path not in changed})
     files = {p: await forge.file_text(p, head) for p in paths}
     signals = await off_loop(store, store.signals, pr["id"], previous["number"] if previous else 0)
@@ -144,6 +145,17 @@ def _bounded(listed: ListedDiff, limits: ReviewLimits
             named.add(path)
     out += [Unreviewed(p, BINARY) for p in binary_paths(text) if p not in named]
     return text, note, out
+
+
+def _text_worth(lines: DiffLines) -> list[str]:
+    """The changed files whose head text the round fetches (for whole-file checks such as
+    ruff), in path order: all of them, or past ``MAX_FILES`` those with the most changed lines
+    (not the first by name: files that sort first must not push the one that matters out)."""
+    changed = lines.paths()
+    if len(changed) <= MAX_FILES:
+        return sorted(changed)
+    size = {p: len(lines.right[p]) + len(lines.left[p]) for p in changed}
+    return sorted(sorted(changed, key=lambda p: (-size[p], p))[:MAX_FILES])
 
 
 async def _round_diff(forge: ForgeReader, previous: dict, head: str, pr_diff: str,
