@@ -257,3 +257,27 @@ async def test_forced_reviews_need_access_and_are_rate_limited(tmp_path):
             await bot.idle()
         assert [r["head_sha"] for r in bot.rounds()] == [HEAD1] * 4  # 1 + three forced
         assert any("forced reviews in the last hour" in c["body"] for c in bot.bot_comments())
+
+
+@pytest.mark.parametrize("exc, one_line", [
+    (RuntimeError("Connection closed."), True),  # a refusal's unread body, its client gone
+    (ConnectionResetError("Connection lost"), True),
+    (ConnectionRefusedError("our own call"), False),  # not a stranger's: keeps its traceback
+    (ValueError("a bug of ours"), False),
+])
+def test_aiohttp_s_records_of_a_stranger_s_hang_up_are_one_line(exc, one_line, caplog):
+    """aiohttp logs a hang-up found while it drains a refused request's body as "Unhandled
+    exception" with a traceback; on ``aiohttp.server`` (as ``GuardedRunner`` sets it up) such a
+    record is one WARNING line, and any other keeps its traceback."""
+    from bot.server.disconnects import install_stranger_faults
+
+    install_stranger_faults()
+    logger = logging.getLogger("aiohttp.server")
+    try:
+        raise exc
+    except Exception:
+        logger.exception("Unhandled exception")
+    [record] = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert (record.exc_info is None and record.levelno == logging.WARNING) is one_line
+    if one_line:
+        assert record.getMessage().startswith("a client hung up before its request was read")

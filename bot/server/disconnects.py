@@ -37,8 +37,9 @@ MAX_DETAIL = 200  # characters of aiohttp's description of a malformed request
 
 
 def _hung_up(exc: BaseException | None) -> bool:
-    """Whether ``exc`` says the client's connection went away."""
-    return isinstance(exc, ConnectionError) or (
+    """Whether ``exc`` says the client's connection went away (not a connection of ours that
+    failed, such as a refused one, which stays a traceback)."""
+    return isinstance(exc, ConnectionResetError | BrokenPipeError | ConnectionAbortedError) or (
         isinstance(exc, RuntimeError) and str(exc).startswith("Connection closed"))
 
 
