@@ -19,7 +19,7 @@ from ..forge.coverage import BINARY, PARTIAL_REVIEW, REASONS, UNLISTED, Unreview
 __all__ = ["PARTIAL_REVIEW", "check_lines", "gate", "read", "summary_note"]
 
 IN_SUMMARY = 20  # files the PR's summary comment names; the check run names more
-IN_CHECK = 300
+IN_CHECK = 200  # at most 160 characters a name: well inside the 65,535 of a check's summary
 MAX_NAME = 160  # characters of one file name shown
 
 
