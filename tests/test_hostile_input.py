@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import re
 import socket
 import struct
 import time
@@ -281,3 +282,44 @@ def test_aiohttp_s_records_of_a_stranger_s_hang_up_are_one_line(exc, one_line, c
     assert (record.exc_info is None and record.levelno == logging.WARNING) is one_line
     if one_line:
         assert record.getMessage().startswith("a client hung up before its request was read")
+
+
+def test_server_log_lines_carry_no_control_character_from_a_pull_request():
+    """A file name with ESC, CR and a newline in a log message: one text line with escapes
+    (a traceback of ours keeps its lines), and a JSON line whose message holds no DEL, C1 or
+    bidi character either."""
+    import io
+    import json
+
+    from bot.observe.printable import EscapingFormatter
+    from bot.server.logs import TEXT_FORMAT, JsonFormatter
+
+    name = "evil\x1b[2J\rfake 2026-01-01 INFO bot forged\n\u202egnp.py\x85"
+    for formatter in (EscapingFormatter(TEXT_FORMAT), JsonFormatter()):
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(formatter)
+        handler.addFilter(lambda record: setattr(record, "job", "") or True)
+        logger = logging.getLogger("bot.test.escaping")
+        logger.addHandler(handler)
+        logger.propagate = False
+        try:
+            logger.warning("cannot review %s", name)
+            try:
+                raise ValueError("ours")
+            except ValueError:
+                logger.exception("a bug of ours")
+        finally:
+            logger.removeHandler(handler)
+        text = stream.getvalue()
+        if isinstance(formatter, JsonFormatter):
+            first, second = (json.loads(line) for line in text.splitlines())
+            assert first["message"] == ("cannot review evil\\x1b[2J\\rfake 2026-01-01 INFO bot "
+                                        "forged\\n\\u202egnp.py\\u0085")
+            assert "Traceback" in second["exception"]
+        else:
+            lines = text.splitlines()
+            assert lines[0].endswith("cannot review evil\\x1b[2J\\rfake 2026-01-01 INFO bot "
+                                     "forged\\n\\u202egnp.py\\u0085")
+            assert lines[2] == "Traceback (most recent call last):"
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text)

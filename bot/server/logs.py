@@ -3,7 +3,9 @@
 Log collectors (Loki, CloudWatch, ``jq``) read JSON lines without a parsing rule. Every line
 written while a job runs carries the job's delivery id and pull request (``delivery``, ``pr``),
 in both formats, so one delivery's work can be followed from the webhook to the review; the
-values travel in context variables that ``job_context`` sets for the job's task.
+values travel in context variables that ``job_context`` sets for the job's task. A message
+never carries a control character (``bot.observe.printable``): a file name from a pull request
+cannot forge a log line, nor drive the terminal that tails the log.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from ..observe.printable import EscapingFormatter, printable
 
 __all__ = ["JsonFormatter", "configure_logging", "job_context", "with_job_context"]
 
@@ -44,7 +48,7 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": printable(record.getMessage()),
         }
         for name in ("delivery", "pr"):
             value = getattr(record, name, None)
@@ -59,7 +63,7 @@ def configure_logging(fmt: str = "text", level: int = logging.INFO) -> None:
     """Send the server's logs to stderr in ``fmt`` (text or json), replacing earlier handlers."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_JobFilter())
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else EscapingFormatter(TEXT_FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
