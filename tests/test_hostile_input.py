@@ -300,7 +300,8 @@ def test_server_log_lines_carry_no_control_character_from_a_pull_request():
         handler = logging.StreamHandler(stream)
         handler.setFormatter(formatter)
         handler.addFilter(lambda record: setattr(record, "job", "") or True)
-        logger = logging.getLogger("bot.test.escaping")
+        logger = logging.getLogger("roundwise-test.escaping")  # whatever other tests set on "bot"
+        logger.setLevel(logging.INFO)
         logger.addHandler(handler)
         logger.propagate = False
         try:
