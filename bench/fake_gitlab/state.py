@@ -127,10 +127,16 @@ class FakeGitLabState:
     def user_id(self, username: str) -> int:
         return self.users.setdefault(username, len(self.users) + 1)
 
-    def add_project(self, path: str, default_branch: str = "main") -> int:
+    def add_project(self, path: str, default_branch: str = "main",
+                    files: dict[str, str] | None = None) -> int:
+        """A project whose default branch holds ``files`` (none: no commit yet)."""
         project_id = next(self._ids)
-        self.projects[project_id] = _Project(project_id, path, default_branch)
-        self.projects[project_id].members[self.bot_username] = LEVELS["developer"]
+        project = self.projects[project_id] = _Project(project_id, path, default_branch)
+        project.members[self.bot_username] = LEVELS["developer"]
+        if files:
+            sha = hashlib.sha1(f"{path}\0initial".encode()).hexdigest()
+            self._commit(project, sha, dict(files), [])
+            project.branches[default_branch] = sha
         return project_id
 
     def project(self, ref: int | str) -> _Project:

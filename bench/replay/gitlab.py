@@ -58,6 +58,7 @@ class GitLabHarness:
     engine: Engine | None = None
     timeout: float = 300.0  # seconds to wait for one round's jobs
     llm_timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
+    repo_settings: str | None = None  # every task project's .gitlab/roundwise.yml
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(
         attempts=4, backoff=0.05, max_wait=5.0, secondary_wait=0.2))
     fake: FakeGitLab = field(init=False)
@@ -135,7 +136,9 @@ async def replay_task(h: GitLabHarness, task: Task,
     path, iid = bench_project(task), int(task.pr.get("number") or 1)
     repo = repo_key(path)
     author = task.pr.get("author") or "author"
-    project = h.fake.add_project(path, task.pr.get("base_ref") or "main")
+    project = h.fake.add_project(path, task.pr.get("base_ref") or "main",
+                                 {".gitlab/roundwise.yml": h.repo_settings}
+                                 if h.repo_settings else None)
     base = {p: t for p, t in task.base_files(1).items() if t is not None}
     h.fake.add_mr(project, iid, task.pr.get("title") or task.task_id, task.pr.get("body") or "",
                   author, task.pr.get("base_ref") or "main", task.pr.get("base_sha") or "0" * 40,
