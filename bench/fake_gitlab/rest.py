@@ -199,6 +199,21 @@ class RestApi(FakeGitLabState):
                               "start_sha": start},
                 "web_url": f"https://gitlab.example/{project.path}/-/merge_requests/{mr.iid}"}
 
+    def _commit_json(self, project, sha: str) -> dict:
+        """A commit as GitLab's commits and compare APIs show it."""
+        commit = project.commits.get(sha)
+        message = commit.message if commit else ""
+        author = commit.author if commit else ""
+        when = commit.created_at if commit else ""
+        email = f"{author}@example.com"
+        return {"id": sha, "short_id": sha[:8], "created_at": when,
+                "parent_ids": list(project.parents.get(sha) or []),
+                "title": message.split("\n", 1)[0], "message": message,
+                "author_name": author, "author_email": email, "authored_date": when,
+                "committer_name": author, "committer_email": email, "committed_date": when,
+                "trailers": {}, "extended_trailers": {},
+                "web_url": f"{self.url}/{project.path}/-/commit/{sha}"}
+
     @staticmethod
     def _entry(d) -> dict:
         return {"old_path": d.path, "new_path": d.path, "a_mode": "0" if d.old is None
@@ -318,8 +333,8 @@ class RestApi(FakeGitLabState):
             self.merge_base(project, base, head) or base
         chain = self.ancestors(project, head)
         commits = chain[: chain.index(start)] if start in chain else chain
-        return self._json({"commit": {"id": head}, "commits": [{"id": c} for c in
-                                                              reversed(commits)],
+        return self._json({"commit": self._commit_json(project, head),
+                           "commits": [self._commit_json(project, c) for c in reversed(commits)],
                            "diffs": [self._entry(d) for d in self.diff(project, start, head)],
                            "compare_timeout": False, "compare_same_ref": base == head})
 

@@ -98,12 +98,20 @@ class _MR:
 
 
 @dataclass
+class _Commit:
+    message: str
+    author: str
+    created_at: str
+
+
+@dataclass
 class _Project:
     id: int
     path: str
     default_branch: str
     trees: dict[str, dict[str, str]] = field(default_factory=dict)
     parents: dict[str, list[str]] = field(default_factory=dict)
+    commits: dict[str, _Commit] = field(default_factory=dict)  # sha -> message, author, date
     branches: dict[str, str] = field(default_factory=dict)
     mrs: dict[int, _MR] = field(default_factory=dict)
     members: dict[str, int] = field(default_factory=dict)  # username -> access level
@@ -156,12 +164,13 @@ class FakeGitLabState:
         else:
             members[username] = LEVELS[role]
 
-    def _commit(self, project: _Project, sha: str, tree: dict[str, str], parents: list[str]
-                ) -> None:
+    def _commit(self, project: _Project, sha: str, tree: dict[str, str], parents: list[str],
+                message: str = "Update", author: str = "") -> None:
         if sha in project.trees and project.trees[sha] != tree:
             raise ValueError(f"sha {sha} already names a different tree")
         project.trees[sha] = tree
         project.parents.setdefault(sha, parents)
+        project.commits.setdefault(sha, _Commit(message, author or self.bot_username, _now()))
 
     def add_mr(self, project_id: int, iid: int, title: str, description: str, author: str,
                target_branch: str, base_sha: str, base_files: dict[str, str]) -> _MR:
@@ -181,10 +190,12 @@ class FakeGitLabState:
         project.mrs[iid] = mr
         return mr
 
-    def push(self, project_id: int, iid: int, head_sha: str, files: dict[str, str | None]
-             ) -> None:
+    def push(self, project_id: int, iid: int, head_sha: str, files: dict[str, str | None],
+             messages: list[str] | None = None) -> None:
         """The MR's head moves to ``head_sha`` (``files``: every path that differs from the
-        base, None for deleted); a new diff version is made and notes are carried over."""
+        base, None for deleted); a new diff version is made and notes are carried over.
+        ``messages`` are the pushed commits' messages, oldest first: the last is ``head_sha``'s,
+        the earlier ones get made-up shas and the same tree."""
         project = self.projects[project_id]
         mr = project.mrs[iid]
         if head_sha in project.trees:
@@ -195,8 +206,13 @@ class FakeGitLabState:
                 tree.pop(path, None)
             else:
                 tree[path] = text
-        old_head = mr.head_sha
-        self._commit(project, head_sha, tree, [old_head])
+        old_head = parent = mr.head_sha
+        messages = messages or [f"Update {len(files)} file(s)"]
+        for index, message in enumerate(messages[:-1]):
+            sha = hashlib.sha1(f"{head_sha}\0{index}".encode()).hexdigest()
+            self._commit(project, sha, tree, [parent], message, mr.author)
+            parent = sha
+        self._commit(project, head_sha, tree, [parent], messages[-1], mr.author)
         mr.head_sha = head_sha
         project.branches[mr.source_branch] = head_sha
         start = project.branches[mr.target_branch]

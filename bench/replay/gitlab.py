@@ -150,7 +150,8 @@ async def replay_task(h: GitLabHarness, task: Task,
         used = h.fake.usage(project)["requests"]
         changed = {p: t for p, t in task.snapshot(rnd.number).items() if base.get(p) != t}
         before = h.fake.projects[project].mrs[iid].head_sha
-        h.fake.push(project, iid, rnd.head_sha, changed)
+        h.fake.push(project, iid, rnd.head_sha, changed,
+                    [c.get("message", "update") for c in rnd.commits][-20:] or None)
         if rnd.number == 1:
             payload = hooks.merge_request(h.fake, project, iid, "open")
         else:

@@ -7,7 +7,8 @@ the body under a deadline (a slow sender is cut off). A body of at most 256 KB w
 length (every delivery GitHub sends, nearly) is read in one go, the parser stopping at that
 length; a larger or chunked one is hashed as it arrives and spooled to a temporary file past
 256 KB, so twenty 24 MB bodies at once do not sit in memory: only a correctly signed large
-body is ever held whole. A client that goes away is one log line.
+body is ever held whole. A client that goes away is one log line. ``read_verified`` does the
+same for any host's signature (a ``Signature`` fed as the body arrives): GitLab's route uses it.
 
 ``parse_payload`` is for signed bodies that are still hostile: JSON nested too deep, or
 integers no 64-bit column can hold, are a 400 and not a 500 with a traceback.
@@ -21,6 +22,7 @@ import hashlib
 import hmac
 import logging
 import tempfile
+from typing import Protocol
 
 import aiohttp
 import orjson
@@ -30,9 +32,15 @@ __all__ = [
     "MAX_BODY",
     "MAX_DEPTH",
     "READ_TIMEOUT",
+    "Authenticated",
     "BodyRefused",
+    "HubSignature",
+    "Signature",
     "parse_payload",
     "read_signed",
+    "read_verified",
+    "refuse_unreadable",
+    "still_arriving",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,20 +62,78 @@ class BodyRefused(Exception):
         self.reason = reason
 
 
+class Signature(Protocol):
+    """A body's signature, checked as the body arrives: ``update`` with each piece, then
+    ``matches`` (in constant time)."""
+
+    def update(self, chunk: bytes) -> None: ...
+
+    def matches(self) -> bool: ...
+
+
+class HubSignature:
+    """GitHub's ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>``."""
+
+    def __init__(self, secret: str, header: str):
+        self._mac = hmac.new(secret.encode(), digestmod=hashlib.sha256)
+        self._header = header
+
+    def update(self, chunk: bytes) -> None:
+        self._mac.update(chunk)
+
+    def matches(self) -> bool:
+        expected = "sha256=" + self._mac.hexdigest()
+        return hmac.compare_digest(expected.encode(), self._header.strip().encode())
+
+
+class Authenticated:
+    """A request already authenticated by its headers (GitLab's secret token): nothing to
+    check in the body, which is still read under the same bounds."""
+
+    def update(self, chunk: bytes) -> None:
+        pass
+
+    def matches(self) -> bool:
+        return True
+
+
 async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX_BODY,
                       timeout: float | None = None) -> bytes | None:
     """The body when ``X-Hub-Signature-256`` is its HMAC with ``secret``, else None.
 
     Raises ``BodyRefused`` for a compressed, oversized, slow or abandoned body.
     """
+    refuse_unreadable(request, max_bytes)
+    header = request.headers.get("X-Hub-Signature-256") or ""
+    if not header.startswith("sha256="):
+        return None  # nothing to check it against: read nothing
+    return await read_verified(request, HubSignature(secret, header), max_bytes=max_bytes,
+                               timeout=timeout)
+
+
+def refuse_unreadable(request: web.Request, max_bytes: int = MAX_BODY) -> None:
+    """``BodyRefused`` for a body refused from its headers alone: compressed or too large."""
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise BodyRefused(415, f"compressed bodies ({encoding}) are not accepted")
     if request.content_length is not None and request.content_length > max_bytes:
         raise BodyRefused(413, f"bodies over {max_bytes} bytes are not accepted")
-    header = request.headers.get("X-Hub-Signature-256") or ""
-    if not header.startswith("sha256="):
-        return None  # nothing to check it against: read nothing
+
+
+def still_arriving(request: web.Request, max_bytes: int = MAX_BODY) -> bool:
+    """Whether reading the body means waiting for it: not all here yet, and not refused from
+    its headers alone (compressed, too large)."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    return not request.content.is_eof() and encoding in ("", "identity") \
+        and (request.content_length or 0) <= max_bytes
+
+
+async def read_verified(request: web.Request, signature: Signature, *,
+                        max_bytes: int = MAX_BODY, timeout: float | None = None
+                        ) -> bytes | None:
+    """The body when ``signature`` matches it once read, else None; bounded as the module
+    says (``BodyRefused`` for a compressed, oversized, slow or abandoned body)."""
+    refuse_unreadable(request, max_bytes)
     timeout = timeout or READ_TIMEOUT
     small = request.content_length is not None and request.content_length <= IN_MEMORY
     with (contextlib.nullcontext() if small
@@ -76,25 +142,26 @@ async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX
             if spool is None and request.content.is_eof():
                 # small and already all here (it came with the headers): nothing to wait for
                 body = await request.content.read()
-                digest = hmac.new(secret.encode(), body, hashlib.sha256)
+                signature.update(body)
             else:
                 async with asyncio.timeout(timeout):
                     if spool is None:  # small, its length known: the parser stops there
                         body = await request.content.read()
-                        digest = hmac.new(secret.encode(), body, hashlib.sha256)
+                        signature.update(body)
                     else:
-                        digest = await _spool(request, secret, max_bytes, spool)
+                        await _spool(request, signature, max_bytes, spool)
         except TimeoutError:
             raise BodyRefused(408, f"the body did not arrive within {timeout:g}s") from None
         except (ConnectionError, aiohttp.ClientError, RuntimeError) as exc:
             # (aiohttp raises RuntimeError("Connection closed.") for a read after the
             # client hung up)
+            delivery = (request.headers.get("X-GitHub-Delivery")
+                        or request.headers.get("X-Gitlab-Event-UUID") or "-")
             log.warning("client %s disconnected during %s %s (delivery %s, %s); nothing was "
                         "recorded", request.remote, request.method, request.path,
-                        request.headers.get("X-GitHub-Delivery", "-"), type(exc).__name__)
+                        delivery[:100], type(exc).__name__)
             raise BodyRefused(400, "the body was cut off") from None
-        expected = "sha256=" + digest.hexdigest()
-        if not hmac.compare_digest(expected.encode(), header.strip().encode()):
+        if not signature.matches():
             return None
         if spool is None:
             return body
@@ -102,18 +169,16 @@ async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX
         return spool.read()
 
 
-async def _spool(request: web.Request, secret: str, max_bytes: int, spool):
-    """Read a large or chunked body into ``spool`` (on disk past ``IN_MEMORY``), hashing it
-    as it arrives and refusing it past ``max_bytes``; its HMAC."""
-    digest = hmac.new(secret.encode(), digestmod=hashlib.sha256)
+async def _spool(request: web.Request, signature: Signature, max_bytes: int, spool) -> None:
+    """Read a large or chunked body into ``spool`` (on disk past ``IN_MEMORY``), checking its
+    signature as it arrives and refusing it past ``max_bytes``."""
     size = 0
     async for chunk in request.content.iter_chunked(CHUNK):
         size += len(chunk)
         if size > max_bytes:
             raise BodyRefused(413, f"bodies over {max_bytes} bytes are not accepted")
-        digest.update(chunk)
+        signature.update(chunk)
         spool.write(chunk)
-    return digest
 
 
 def parse_payload(body: bytes) -> object:

@@ -22,7 +22,7 @@ from ..forge.appkeys import STATE, UNVERIFIED
 from ..forge.unverified import Refused
 from ..jobs.slash_commands import parse_command
 from ..observe import metrics
-from .body import MAX_BODY, BodyRefused, parse_payload, read_signed
+from .body import BodyRefused, parse_payload, read_signed, still_arriving
 from .client import valid_full_name
 
 log = logging.getLogger(__name__)
@@ -187,9 +187,7 @@ def _label(event: str) -> str:
 def _arriving(request: web.Request) -> bool:
     """Whether reading the body means waiting for it: a signed body not here yet, and not one
     ``read_signed`` refuses from its headers alone (compressed, too large)."""
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    return bool(request.headers.get("X-Hub-Signature-256")) and not request.content.is_eof() \
-        and encoding in ("", "identity") and (request.content_length or 0) <= MAX_BODY
+    return bool(request.headers.get("X-Hub-Signature-256")) and still_arriving(request)
 
 
 async def handle_webhook(request: web.Request) -> web.Response:

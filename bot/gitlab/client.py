@@ -227,8 +227,16 @@ class ProjectClient:
         return await self.client.pages(self._mr(iid, "/diffs"))
 
     async def compare(self, base: str, head: str) -> dict:
-        return await self.client.call("GET", self._url("/repository/compare"),
+        """The commits and diffs from ``base`` to ``head``; the last answer is kept, so the
+        round's diff and its commit messages cost one request."""
+        cached = getattr(self, "_compared", None)
+        if cached is not None and cached[0] == (base, head):
+            return cached[1]
+        data = await self.client.call("GET", self._url("/repository/compare"),
                                       params={"from": base, "to": head})
+        data = data if isinstance(data, dict) else {}
+        self._compared = ((base, head), data)
+        return data
 
     async def merge_base(self, a: str, b: str) -> str | None:
         try:
