@@ -4,7 +4,8 @@
 that the provider key a model needs is in the environment (litellm knows which variable each
 provider reads), that the model answers (``ROUNDWISE_CHECK_MODEL=1``), and that the ledger file
 can be created where ``ROUNDWISE_DB`` says (or, for a ``postgresql://`` URL, that its server
-answers). Each problem is one line saying how to fix it, so a
+answers), and that each configured code host answers and takes its credentials (``Host.check``:
+GitLab's instance and token). Each problem is one line saying how to fix it, so a
 mistake stops ``roundwise serve`` at start-up instead of failing the first round. It also says
 which version is running and writes the "ready" line.
 """
@@ -15,6 +16,7 @@ import os
 from collections.abc import Mapping
 
 from ..config.env import Config
+from ..forge import hosts
 from ..review.llm_config import LLMConfig
 from ..store.engines import POSTGRES, engine_of
 from ..store.queue_base import redact
@@ -133,6 +135,9 @@ def startup_problems(config: Config) -> list[str]:
         probe = probe_model(config.llm)
         if probe:
             problems.append(probe)
+    for host in hosts.HOSTS:  # bot.forge.hosts: the host answers and takes the credentials
+        if host.configured(config):
+            problems += host.check(config)
     return problems
 
 
@@ -143,5 +148,8 @@ def ready_line(config: Config, host: str, port: int) -> str:
     model = config.model or "none"
     if config.llm and config.llm.fallback_model:
         model += f" (fallback {config.llm.fallback_model})"
-    return (f"roundwise {version()} ready on http://{shown}:{port}: ledger {redact(config.db_path)}, "
-            f"{reviewer} reviewer, model {model}, {config.workers} worker(s)")
+    served = ", ".join(f"{host.describe(config)} ({host.route})" for host in hosts.HOSTS
+                       if host.configured(config))
+    return (f"roundwise {version()} ready on http://{shown}:{port}: {served}; ledger "
+            f"{redact(config.db_path)}, {reviewer} reviewer, model {model}, "
+            f"{config.workers} worker(s)")
