@@ -690,6 +690,13 @@ class FakeState:
             "permissions": self._app_permissions(),
             "events": ["pull_request", "pull_request_review", "pull_request_review_comment",
                        "pull_request_review_thread", "issue_comment"],
+            "repositories_url": f"{self._api()}/installation/repositories",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "single_file_name": None,
+            "has_multiple_single_files": False,
+            "single_file_paths": [],
+            "suspended_by": None,
             "suspended_at": None,
         }
 
