@@ -20,7 +20,9 @@ from typing import Any
 
 from ..tasks.diffs import FileDiff, diff_trees, map_line
 
-__all__ = ["LEVELS", "ApiError", "FakeGitLabState"]
+__all__ = ["LEVELS", "WEB", "ApiError", "FakeGitLabState", "line_code", "with_line_codes"]
+
+WEB = "https://gitlab.example"  # the instance's web address in the fake's links
 
 LEVELS = {"guest": 10, "reporter": 20, "developer": 30, "maintainer": 40, "owner": 50}
 LINE_CODE_ERROR = ("400 Bad request - Note {:line_code=>[\"can't be blank\", \"must be a "
@@ -59,6 +61,7 @@ class _Note:
     resolvable: bool = False
     resolved: bool = False
     resolved_by: str | None = None
+    resolved_at: str | None = None
     system: bool = False
     updated_at: str = ""
 
@@ -93,6 +96,8 @@ class _MR:
     head_sha: str
     draft: bool = False
     state: str = "opened"
+    created_at: str = field(default_factory=lambda: _now())
+    updated_at: str = field(default_factory=lambda: _now())
     versions: list[_Version] = field(default_factory=list)
     discussions: list[_Discussion] = field(default_factory=list)
 
@@ -217,6 +222,7 @@ class FakeGitLabState:
         project.branches[mr.source_branch] = head_sha
         start = project.branches[mr.target_branch]
         mr.versions.append(_Version(next(self._ids), head_sha, mr.base_sha, start, _now()))
+        mr.updated_at = _now()
         self._carry_positions(project, mr, old_head)
 
     def _carry_positions(self, project: _Project, mr: _MR, old_head: str) -> None:
@@ -289,9 +295,10 @@ class FakeGitLabState:
 
     def add_discussion(self, project: _Project, mr: _MR, author: str, body: str,
                        position: dict | None = None) -> _Discussion:
-        note_type = None
+        note_type = "DiscussionNote"  # a thread, even on no line (a plain note's type is null)
         if position is not None:
             self.check_position(project, mr, position)
+            position = with_line_codes(position)
             note_type = "DiffNote"
         elif not body.strip():
             raise ApiError(400, {"note": ["can't be blank"]})
@@ -374,6 +381,7 @@ class FakeGitLabState:
             if note.resolvable:
                 note.resolved = resolved
                 note.resolved_by = by if resolved else None
+                note.resolved_at = _now() if resolved else None
         return discussion
 
     def check_position(self, project: _Project, mr: _MR, position: dict) -> None:
@@ -428,6 +436,23 @@ class FakeGitLabState:
                   "author": {"username": by, "id": self.user_id(by)}}
         history.append(status)
         return status
+
+
+def line_code(path: str, old_line: object, new_line: object) -> str:
+    """GitLab's ``line_code``: the path's sha1, then the old and new line numbers (0: none)."""
+    return f"{hashlib.sha1(path.encode()).hexdigest()}_{old_line or 0}_{new_line or 0}"
+
+
+def with_line_codes(position: dict) -> dict:
+    """A position as GitLab stores it: each end of a ``line_range`` carries its ``line_code``."""
+    out = dict(position)
+    line_range = out.get("line_range")
+    if isinstance(line_range, dict):
+        path = out.get("new_path") or out.get("old_path") or ""
+        out["line_range"] = {end: {**(line_range.get(end) or {}), "line_code": line_code(
+            path, (line_range.get(end) or {}).get("old_line"),
+            (line_range.get(end) or {}).get("new_line"))} for end in ("start", "end")}
+    return out
 
 
 def _old_of(spot: FileDiff, new_line: int) -> int | None:
