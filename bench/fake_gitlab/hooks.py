@@ -42,14 +42,15 @@ def _commit_time(iso: str) -> str:
 
 
 def _user(fake: FakeGitLab, username: str) -> dict[str, Any]:
+    web = fake.web
     return {"id": fake.user_id(username), "name": username, "username": username,
-            "avatar_url": f"{WEB}/uploads/-/system/user/avatar/{fake.user_id(username)}/a.png",
+            "avatar_url": f"{web}/uploads/-/system/user/avatar/{fake.user_id(username)}/a.png",
             "email": "[REDACTED]"}
 
 
-def _project(project: _Project) -> dict[str, Any]:
+def _project(fake: FakeGitLab, project: _Project) -> dict[str, Any]:
     namespace, _, name = project.path.rpartition("/")
-    web = f"{WEB}/{project.path}"
+    web = f"{fake.web}/{project.path}"
     return {"id": project.id, "name": name, "description": "", "web_url": web,
             "avatar_url": None, "git_ssh_url": f"git@gitlab.example:{project.path}.git",
             "git_http_url": f"{web}.git", "namespace": namespace.rsplit("/", 1)[-1],
@@ -59,24 +60,26 @@ def _project(project: _Project) -> dict[str, Any]:
             "ssh_url": f"git@gitlab.example:{project.path}.git", "http_url": f"{web}.git"}
 
 
-def _repository(project: _Project) -> dict[str, Any]:
-    web = f"{WEB}/{project.path}"
+def _repository(fake: FakeGitLab, project: _Project) -> dict[str, Any]:
+    web = f"{fake.web}/{project.path}"
     return {"name": project.path.rsplit("/", 1)[-1], "url": f"git@gitlab.example:"
             f"{project.path}.git", "description": "", "homepage": web}
 
 
-def _last_commit(project: _Project, sha: str) -> dict[str, Any]:
+def _last_commit(fake: FakeGitLab, project: _Project, sha: str) -> dict[str, Any]:
+    web = fake.web
     commit = project.commits.get(sha)
     message = commit.message if commit else ""
     author = commit.author if commit else ""
     return {"id": sha, "message": message, "title": message.split("\n", 1)[0],
             "timestamp": _commit_time(commit.created_at) if commit else None,
-            "url": f"{WEB}/{project.path}/-/commit/{sha}",
+            "url": f"{web}/{project.path}/-/commit/{sha}",
             "author": {"name": author, "email": f"{author}@example.com"}}
 
 
 def _mr(fake: FakeGitLab, project: _Project, mr: _MR) -> dict[str, Any]:
     """A merge request as hooks carry it (``object_attributes``, a note's ``merge_request``)."""
+    web = fake.web
     return {
         "id": mr.id, "iid": mr.iid, "target_branch": mr.target_branch,
         "source_branch": mr.source_branch, "source_project_id": project.id,
@@ -90,9 +93,9 @@ def _mr(fake: FakeGitLab, project: _Project, mr: _MR) -> dict[str, Any]:
         "description": mr.description, "prepared_at": hook_time(mr.created_at),
         "total_time_spent": 0, "time_change": 0, "human_total_time_spent": None,
         "human_time_change": None, "human_time_estimate": None,
-        "url": f"{WEB}/{project.path}/-/merge_requests/{mr.iid}",
-        "source": _project(project), "target": _project(project),
-        "last_commit": _last_commit(project, mr.head_sha), "labels": [],
+        "url": f"{web}/{project.path}/-/merge_requests/{mr.iid}",
+        "source": _project(fake, project), "target": _project(fake, project),
+        "last_commit": _last_commit(fake, project, mr.head_sha), "labels": [],
         "head_pipeline_id": None, "merge_commit_sha": None, "merge_user_id": None,
     }
 
@@ -106,13 +109,14 @@ def merge_request(fake: FakeGitLab, project_id: int, iid: int, action: str,
     if oldrev:
         attrs["oldrev"] = oldrev
     return {"object_kind": "merge_request", "event_type": "merge_request",
-            "user": _user(fake, user or mr.author), "project": _project(project),
+            "user": _user(fake, user or mr.author), "project": _project(fake, project),
             "object_attributes": attrs, "labels": [], "changes": {}, "assignees": [],
-            "reviewers": [], "repository": _repository(project)}
+            "reviewers": [], "repository": _repository(fake, project)}
 
 
 def _note_attrs(fake: FakeGitLab, project: _Project, mr: _MR, discussion_id: str,
                 found: _Note, action: str) -> dict[str, Any]:
+    web = fake.web
     position = found.position if found.type == "DiffNote" else None
     code = None
     if position:
@@ -131,7 +135,7 @@ def _note_attrs(fake: FakeGitLab, project: _Project, mr: _MR, discussion_id: str
         "resolved_by_id": fake.user_id(found.resolved_by) if found.resolved_by else None,
         "resolved_by_push": None, "change_position": None, "discussion_id": discussion_id,
         "confidential": False, "internal": False, "action": action,
-        "url": f"{WEB}/{project.path}/-/merge_requests/{mr.iid}#note_{found.id}",
+        "url": f"{web}/{project.path}/-/merge_requests/{mr.iid}#note_{found.id}",
     }
 
 
@@ -143,9 +147,9 @@ def note(fake: FakeGitLab, project_id: int, iid: int, note_id: int, action: str 
     discussion, found = next((d, n) for d in mr.discussions for n in d.notes
                              if n.id == note_id)
     return {"object_kind": "note", "event_type": "note", "user": _user(fake, found.author),
-            "project_id": project.id, "project": _project(project),
+            "project_id": project.id, "project": _project(fake, project),
             "object_attributes": _note_attrs(fake, project, mr, discussion.id, found, action),
-            "repository": _repository(project), "merge_request": _mr(fake, project, mr)}
+            "repository": _repository(fake, project), "merge_request": _mr(fake, project, mr)}
 
 
 def push(fake: FakeGitLab, project_id: int, branch: str, before: str, after: str,
@@ -153,17 +157,19 @@ def push(fake: FakeGitLab, project_id: int, branch: str, before: str, after: str
     """A Push Hook of ``branch`` from ``before`` to ``after``: its new commits, oldest first,
     at most 20 listed (``total_commits_count`` counts them all)."""
     project = fake.projects[project_id]
+    web = fake.web
     chain = fake.ancestors(project, after)
     new = chain[: chain.index(before)] if before in chain else chain[:1]
-    commits = [{**_last_commit(project, sha), "added": [], "modified": [], "removed": []}
+    commits = [{**_last_commit(fake, project, sha), "added": [], "modified": [], "removed": []}
                for sha in reversed(new)][-20:]
     return {"object_kind": "push", "event_name": "push", "before": before, "after": after,
             "ref": f"refs/heads/{branch}", "ref_protected": False, "checkout_sha": after,
             "message": None, "user_id": fake.user_id(user), "user_name": user,
             "user_username": user, "user_email": "", "user_avatar": None,
-            "project_id": project.id, "project": _project(project), "commits": commits,
+            "project_id": project.id, "project": _project(fake, project), "commits": commits,
             "total_commits_count": len(new), "push_options": {},
-            "repository": {**_repository(project), "git_http_url": f"{WEB}/{project.path}.git",
+            "repository": {**_repository(fake, project),
+                           "git_http_url": f"{web}/{project.path}.git",
                            "git_ssh_url": f"git@gitlab.example:{project.path}.git",
                            "visibility_level": 0}}
 

@@ -84,6 +84,12 @@ class RestApi(FakeGitLabState):
     def set_rate_limit(self, remaining: int, reset_in: float = 60.0) -> None:
         self.remaining, self.reset_at = remaining, time.time() + reset_in
 
+    @property
+    def web(self) -> str:
+        """The instance's web address in links: where it serves (as GitLab's own links are
+        on the host of its API), ``WEB`` before it is started."""
+        return getattr(self, "url", "") or WEB
+
     def usage(self, project_id: int) -> dict[str, int]:
         return {"requests": self.counts.get(project_id, 0)}
 
@@ -170,8 +176,8 @@ class RestApi(FakeGitLabState):
             return None
         return {"id": self.user_id(username), "username": username, "name": username,
                 "state": "active", "locked": False,
-                "avatar_url": f"{WEB}/uploads/-/system/user/avatar/{self.user_id(username)}/a.png",
-                "web_url": f"{WEB}/{username}", "bot": username == self.bot_username}
+                "avatar_url": f"{self.web}/uploads/-/system/user/avatar/{self.user_id(username)}/a.png",
+                "web_url": f"{self.web}/{username}", "bot": username == self.bot_username}
 
     def _note_json(self, mr: _MR, note: _Note) -> dict:
         out = {"id": note.id, "type": note.type, "body": note.body, "attachment": None,
@@ -217,7 +223,7 @@ class RestApi(FakeGitLabState):
                 "reference": f"!{mr.iid}",
                 "references": {"short": f"!{mr.iid}", "relative": f"!{mr.iid}",
                                "full": f"{project.path}!{mr.iid}"},
-                "web_url": f"{WEB}/{project.path}/-/merge_requests/{mr.iid}",
+                "web_url": f"{self.web}/{project.path}/-/merge_requests/{mr.iid}",
                 "time_stats": {"time_estimate": 0, "total_time_spent": 0,
                                "human_time_estimate": None, "human_total_time_spent": None},
                 "squash": False, "squash_on_merge": False, "task_completion_status": {
@@ -235,14 +241,14 @@ class RestApi(FakeGitLabState):
                 "created_at": "2024-01-01T00:00:00.000Z", "default_branch": project.default_branch,
                 "tag_list": [], "topics": [],
                 "ssh_url_to_repo": f"git@gitlab.example:{project.path}.git",
-                "http_url_to_repo": f"{WEB}/{project.path}.git",
-                "web_url": f"{WEB}/{project.path}", "readme_url": None, "avatar_url": None,
+                "http_url_to_repo": f"{self.web}/{project.path}.git",
+                "web_url": f"{self.web}/{project.path}", "readme_url": None, "avatar_url": None,
                 "forks_count": 0, "star_count": 0, "last_activity_at": _now(),
                 "visibility": "private",
                 "namespace": {"id": 100 + len(namespace), "name": namespace.rsplit("/", 1)[-1],
                               "path": namespace.rsplit("/", 1)[-1], "kind": "group",
                               "full_path": namespace, "parent_id": None, "avatar_url": None,
-                              "web_url": f"{WEB}/groups/{namespace}"}}
+                              "web_url": f"{self.web}/groups/{namespace}"}}
 
     def _commit_json(self, project, sha: str) -> dict:
         """A commit as GitLab's commits and compare APIs show it."""
@@ -257,7 +263,7 @@ class RestApi(FakeGitLabState):
                 "author_name": author, "author_email": email, "authored_date": when,
                 "committer_name": author, "committer_email": email, "committed_date": when,
                 "trailers": {}, "extended_trailers": {},
-                "web_url": f"{WEB}/{project.path}/-/commit/{sha}"}
+                "web_url": f"{self.web}/{project.path}/-/commit/{sha}"}
 
     @staticmethod
     def _entry(d) -> dict:
