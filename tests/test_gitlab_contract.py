@@ -63,7 +63,7 @@ async def run(func, *args):
 
 
 async def test_users_and_the_project(world):
-    fake, project, gl, _ = world
+    fake, _, gl, _ = world
     await run(gl.auth)
     has(gl.user, "id", "username", "name", "state", "avatar_url", "web_url")
     assert gl.user.username == fake.bot_username
@@ -88,7 +88,7 @@ async def test_users_and_the_project(world):
 
 
 async def test_merge_requests_versions_and_diffs(world):
-    fake, project, gl, _ = world
+    _, project, gl, _ = world
     found = await run(gl.projects.get, PATH)
     mr = await run(found.mergerequests.get, IID)
     has(mr, "id", "iid", "project_id", "title", "description", "state", "created_at",
@@ -115,7 +115,7 @@ async def test_merge_requests_versions_and_diffs(world):
 
 
 async def test_discussions_notes_and_resolving(world):
-    fake, project, gl, person = world
+    fake, project, gl, _ = world
     found = await run(gl.projects.get, PATH)
     mr = await run(lambda: found.mergerequests.get(IID, lazy=True))
     [theirs] = await run(lambda: mr.discussions.list(get_all=True))
@@ -164,7 +164,7 @@ async def test_discussions_notes_and_resolving(world):
 
 
 async def test_repository_compare_merge_base_and_files(world):
-    fake, project, gl, _ = world
+    _, _, gl, _ = world
     found = await run(gl.projects.get, PATH)
     compared = await run(found.repository_compare, BASE, HEAD1)
     has(compared, "commit.id", "commits", "diffs", "compare_timeout", "compare_same_ref")
@@ -182,7 +182,7 @@ async def test_repository_compare_merge_base_and_files(world):
 
 
 async def test_commit_statuses(world):
-    fake, project, gl, _ = world
+    fake, _, gl, _ = world
     found = await run(gl.projects.get, PATH)
     commit = await run(lambda: found.commits.get(HEAD1, lazy=True))
     running = await run(commit.statuses.create, {"state": "running", "name": "roundwise",

@@ -50,8 +50,9 @@ async def test_a_token_gitlab_refuses_is_one_line_and_exit_2(tmp_path):
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     done = subprocess.CompletedProcess([], proc.returncode, out.decode(), err.decode())
     problems = refused(done)
-    assert problems == [f"GITLAB_TOKEN was refused by GitLab at {fake.url} (401): it is wrong, "
-                        "expired or revoked; create an access token (role Developer, scope api)"]
+    assert problems == [(f"GITLAB_TOKEN was refused by GitLab at {fake.url} (401): it is "
+                         "wrong, expired or revoked; create an access token (role Developer, "
+                         "scope api)")]
     assert "glpat-revoked" not in done.stderr
 
 
@@ -69,9 +70,9 @@ async def test_a_url_that_is_not_gitlab_is_named(tmp_path):
         await runner.cleanup()
     problems = refused(subprocess.CompletedProcess([], proc.returncode, out.decode(),
                                                    err.decode()))
-    assert problems == [f"GITLAB_URL='{url}' does not serve GitLab's API (GET /api/v4/user "
-                        "answered 404): use the instance's address, e.g. "
-                        "https://gitlab.example.com"]
+    assert problems == [(f"GITLAB_URL='{url}' does not serve GitLab's API (GET /api/v4/user "
+                         "answered 404): use the instance's address, e.g. "
+                         "https://gitlab.example.com")]
 
 
 async def test_a_gitlab_only_server_names_gitlab_in_its_ready_line(tmp_path):

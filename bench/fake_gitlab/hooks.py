@@ -30,13 +30,13 @@ __all__ = ["encode", "headers", "hook_time", "merge_request", "note", "push"]
 
 def hook_time(iso: str) -> str:
     """A REST time (``2026-12-06T03:40:00.000Z``) as hooks write it (``... UTC``)."""
-    when = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    when = datetime.datetime.fromisoformat(iso)
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _commit_time(iso: str) -> str:
     """A commit's ``timestamp`` as hooks write it: ISO with the committer's offset."""
-    when = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    when = datetime.datetime.fromisoformat(iso)
     return when.astimezone(datetime.timezone(datetime.timedelta(hours=8))).isoformat(
         timespec="seconds")
 

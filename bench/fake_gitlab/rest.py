@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlencode
 
 from aiohttp import web
 
-from .state import WEB, _MR, ApiError, FakeGitLabState, _Discussion, _Note, _now, _Project
+from .state import _MR, WEB, ApiError, FakeGitLabState, _Discussion, _Note, _now, _Project
 
 __all__ = ["RestApi"]
 

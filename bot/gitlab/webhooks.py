@@ -28,14 +28,13 @@ import hashlib
 import hmac
 import logging
 import time
-from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from ..forge.appkeys import STATE, UNVERIFIED
+from ..forge.body import Authenticated, BodyRefused, parse_payload, read_verified, still_arriving
+from ..forge.delivery import BadPayload, Route, field
 from ..forge.unverified import Refused
-from ..github.body import (Authenticated, BodyRefused, parse_payload, read_verified,
-                           still_arriving)
 from ..observe import metrics
 from .ids import REPO_PREFIX, repo_key, valid_project_path
 
@@ -47,21 +46,6 @@ GITLAB_APP = web.AppKey("roundwise_gitlab", object)
 EVENTS = {"Merge Request Hook", "Note Hook", "Push Hook"}
 MAX_SKEW = 300  # seconds a signed hook's timestamp may be off (Standard Webhooks' advice)
 ZERO = "0" * 40
-
-
-class BadPayload(ValueError):
-    """A hook body that is JSON but not what its event promises."""
-
-
-@dataclass
-class Route:
-    kind: str | None
-    repo: str | None = None
-    number: int | None = None
-    installation_id: int | None = None  # the project's numeric id
-    head_sha: str | None = None
-    payload: dict = field(default_factory=dict)
-    reason: str = ""
 
 
 class StandardWebhookSignature:
@@ -100,30 +84,19 @@ def verify_signature(key: bytes, body: bytes, msg_id: str, stamp: str, header: s
     return signature.matches()
 
 
-def _get(payload: dict, dotted: str, kind: type | None = None):
-    value = payload
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise BadPayload(f"missing field {dotted!r}")
-        value = value[part]
-    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise BadPayload(f"{dotted!r} must be {'an object' if kind is dict else kind.__name__}")
-    return value
-
-
 def _project(payload: dict) -> tuple[str, int]:
-    path = _get(payload, "project.path_with_namespace", str)
+    path = field(payload, "project.path_with_namespace", str)
     if not valid_project_path(path):
         raise BadPayload("project.path_with_namespace must be a GitLab project path")
-    return repo_key(path), _get(payload, "project.id", int)
+    return repo_key(path), field(payload, "project.id", int)
 
 
 def route(event: str, payload: dict, bot_username: str | None) -> Route:
     """What a hook asks of the bot; raises BadPayload when required fields are missing."""
     if event == "Merge Request Hook":
         repo, project = _project(payload)
-        attrs = _get(payload, "object_attributes", dict)
-        iid = _get(payload, "object_attributes.iid", int)
+        attrs = field(payload, "object_attributes", dict)
+        iid = field(payload, "object_attributes.iid", int)
         action = attrs.get("action")
         head = (attrs.get("last_commit") or {}).get("id")
         if action in ("open", "reopen") or (action == "update" and attrs.get("oldrev")):
@@ -138,7 +111,7 @@ def route(event: str, payload: dict, bot_username: str | None) -> Route:
             return Route("gitlab_sync", repo, iid, project, None, {})
         return Route(None, reason=f"merge request {action} is not handled")
     if event == "Note Hook":
-        attrs = _get(payload, "object_attributes", dict)
+        attrs = field(payload, "object_attributes", dict)
         if attrs.get("noteable_type") != "MergeRequest":
             return Route(None, reason="a note on something other than a merge request")
         if attrs.get("system"):
@@ -147,15 +120,15 @@ def route(event: str, payload: dict, bot_username: str | None) -> Route:
         if bot_username and user == bot_username:
             return Route(None, reason="the bot's own note")
         repo, project = _project(payload)
-        iid = _get(payload, "merge_request.iid", int)
-        _get(payload, "object_attributes.id", int)
+        iid = field(payload, "merge_request.iid", int)
+        field(payload, "object_attributes.id", int)
         note = {k: attrs.get(k) for k in ("id", "note", "type", "discussion_id", "position",
                                           "action", "created_at", "updated_at")}
         return Route("gitlab_note", repo, iid, project, None,
                      {"note": note, "user": {"username": user}})
     if event == "Push Hook":
         repo, project = _project(payload)
-        ref, after = _get(payload, "ref", str), payload.get("after")
+        ref, after = field(payload, "ref", str), payload.get("after")
         if not ref.startswith("refs/heads/"):
             return Route(None, reason="a push that is not to a branch")
         if not isinstance(after, str) or after == ZERO:
@@ -192,7 +165,7 @@ async def handle_gitlab_webhook(request: web.Request) -> web.Response:
     check = StandardWebhookSignature(
         config.signing_key, request.headers.get("webhook-id", ""),
         request.headers.get("webhook-timestamp", ""), signature) if signed else Authenticated()
-    try:  # bot.github.body: no inflating, a size cap and a deadline, as on /webhook
+    try:  # bot.forge.body: no inflating, a size cap and a deadline, as on /webhook
         if token_ok or not still_arriving(request):
             body = await read_verified(request, check)
         else:  # a signature alone, its body still arriving: under the unverified budget

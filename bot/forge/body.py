@@ -1,14 +1,16 @@
-"""Reading a webhook delivery's body without trusting it first.
+"""Reading a webhook delivery's body without trusting it first, for every code host.
 
-Anyone can POST to ``/webhook``; until the signature checks out, a request must cost little.
-``read_signed`` refuses compressed bodies (GitHub sends none, and a 200 KB gzip bomb inflates to
-gigabytes), refuses a ``Content-Length`` over GitHub's 25 MB before reading a byte, and reads
-the body under a deadline (a slow sender is cut off). A body of at most 256 KB with a declared
+Anyone can POST to a webhook route; until the signature checks out, a request must cost little.
+``read_verified`` refuses compressed bodies (no host sends them, and a 200 KB gzip bomb inflates
+to gigabytes), refuses a ``Content-Length`` over 25 MB (GitHub's cap; GitLab's is lower) before
+reading a byte, and reads the body under a deadline (a slow sender is cut off). A body of at most 256 KB with a declared
 length (every delivery GitHub sends, nearly) is read in one go, the parser stopping at that
 length; a larger or chunked one is hashed as it arrives and spooled to a temporary file past
 256 KB, so twenty 24 MB bodies at once do not sit in memory: only a correctly signed large
-body is ever held whole. A client that goes away is one log line. ``read_verified`` does the
-same for any host's signature (a ``Signature`` fed as the body arrives): GitLab's route uses it.
+body is ever held whole. A client that goes away is one log line. The signature is the
+host's (a ``Signature`` fed as the body arrives: ``bot.github.signature``, GitLab's Standard
+Webhooks one, or ``Authenticated`` for a request its headers already authenticated); the
+budget of bodies read before their signature is known is ``bot.server.unverified``'s.
 
 ``parse_payload`` is for signed bodies that are still hostile: JSON nested too deep, or
 integers no 64-bit column can hold, are a 400 and not a 500 with a traceback.
@@ -18,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import logging
 import tempfile
 from typing import Protocol
@@ -34,10 +34,8 @@ __all__ = [
     "READ_TIMEOUT",
     "Authenticated",
     "BodyRefused",
-    "HubSignature",
     "Signature",
     "parse_payload",
-    "read_signed",
     "read_verified",
     "refuse_unreadable",
     "still_arriving",
@@ -45,8 +43,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MAX_BODY = 25 * 1024 * 1024  # GitHub does not send payloads over 25 MB
-READ_TIMEOUT = 10.0  # seconds to receive a whole body (GitHub itself gives up after 10 s)
+MAX_BODY = 25 * 1024 * 1024  # GitHub does not send payloads over 25 MB (GitLab: 25 MB either)
+READ_TIMEOUT = 10.0  # seconds to receive a whole body (GitHub and GitLab give up after 10 s)
 IN_MEMORY = 256 * 1024  # bodies past this size are spooled to a temporary file while read
 CHUNK = 64 * 1024
 MAX_DEPTH = 64  # nesting of JSON objects and arrays in a payload (GitHub's are far shallower)
@@ -71,21 +69,6 @@ class Signature(Protocol):
     def matches(self) -> bool: ...
 
 
-class HubSignature:
-    """GitHub's ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>``."""
-
-    def __init__(self, secret: str, header: str):
-        self._mac = hmac.new(secret.encode(), digestmod=hashlib.sha256)
-        self._header = header
-
-    def update(self, chunk: bytes) -> None:
-        self._mac.update(chunk)
-
-    def matches(self) -> bool:
-        expected = "sha256=" + self._mac.hexdigest()
-        return hmac.compare_digest(expected.encode(), self._header.strip().encode())
-
-
 class Authenticated:
     """A request already authenticated by its headers (GitLab's secret token): nothing to
     check in the body, which is still read under the same bounds."""
@@ -95,20 +78,6 @@ class Authenticated:
 
     def matches(self) -> bool:
         return True
-
-
-async def read_signed(request: web.Request, secret: str, *, max_bytes: int = MAX_BODY,
-                      timeout: float | None = None) -> bytes | None:
-    """The body when ``X-Hub-Signature-256`` is its HMAC with ``secret``, else None.
-
-    Raises ``BodyRefused`` for a compressed, oversized, slow or abandoned body.
-    """
-    refuse_unreadable(request, max_bytes)
-    header = request.headers.get("X-Hub-Signature-256") or ""
-    if not header.startswith("sha256="):
-        return None  # nothing to check it against: read nothing
-    return await read_verified(request, HubSignature(secret, header), max_bytes=max_bytes,
-                               timeout=timeout)
 
 
 def refuse_unreadable(request: web.Request, max_bytes: int = MAX_BODY) -> None:
