@@ -18,7 +18,7 @@ import aiohttp
 from aiohttp import web
 
 from ..forge import ForgeError
-from ..github.client import RetryPolicy
+from ..forge.calls import RetryPolicy
 from ..jobs import Job
 from ..jobs.handlers import Handlers
 from .client import GitLabClient
