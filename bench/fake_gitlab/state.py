@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tasks.diffs import FileDiff, diff_trees, map_line
+from ..tasks.diffs import FileDiff, apply_files, diff_trees, map_line
 
 __all__ = ["LEVELS", "WEB", "ApiError", "FakeGitLabState", "line_code", "with_line_codes"]
 
@@ -205,12 +205,7 @@ class FakeGitLabState:
         mr = project.mrs[iid]
         if head_sha in project.trees:
             raise ValueError(f"{head_sha} was already pushed")
-        tree = dict(project.trees[mr.base_sha])
-        for path, text in files.items():
-            if text is None:
-                tree.pop(path, None)
-            else:
-                tree[path] = text
+        tree = apply_files(project.trees[mr.base_sha], files)
         old_head = parent = mr.head_sha
         messages = messages or [f"Update {len(files)} file(s)"]
         for index, message in enumerate(messages[:-1]):
