@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 from bench.fake_gitlab import hooks
 from bench.replay.gitlab import GitLabHarness
+from bot.forge import unverified
+from bot.forge.appkeys import UNVERIFIED
 from bot.gitlab.ids import from_note, repo_key
 from bot.gitlab.webhooks import GITLAB_APP
-from bot.server import unverified
-from bot.server.appkeys import UNVERIFIED
 from tracker.lifecycle import State
 
 from .server_kit import BASE_FILES, BASE_SHA, HEAD1, HEAD2, HEAD3, ROUND1_FILES, ROUND2_FILES

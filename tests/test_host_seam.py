@@ -6,7 +6,7 @@ over real HTTP on loopback, with files per commit, one pull request, comments an
 count), its package (a ``Forge`` over that API, a webhook route authenticated by a token header
 in constant time and read through ``bot.forge.body``, a ``Service`` owning the ``toy:``
 repositories' jobs, its settings read from the environment) and its replay on
-``bench.replay.rounds``. The host is registered by adding its ``Host`` to ``bot.forge.hosts``'s
+``bench.replay.rounds``. The host is registered by adding its ``Host`` to ``bot.server.hosts``'s
 list and nothing of the bot is changed: ``load_config`` reads its settings, ``create_app`` mounts
 its route, the worker pool hands it its jobs, the ready line and ``serve --help`` name it. A
 bundled task is then replayed through it and tracks exactly as through the fake GitHub.
@@ -27,13 +27,13 @@ from bench.replay import github as github_replay
 from bench.replay.rounds import BotError, BotHarness, play
 from bench.tasks.diffs import apply_files, diff_trees
 from bench.tasks.mcr import load_task
-from bot.config.env import load_config
-from bot.forge import Comment, Forge, InlineComment, PullRequest, Thread, hosts
+from bot.forge import Comment, Forge, InlineComment, PullRequest, Thread
+from bot.forge.appkeys import STATE
 from bot.forge.body import Authenticated, BodyRefused, parse_payload, read_verified
 from bot.forge.delivery import BadPayload, Route
 from bot.forge.delivery import field as payload_field
 from bot.forge.host import Host
-from bot.server.appkeys import STATE
+from bot.server import hosts
 from bot.server.startup import ready_line
 from tests.conftest import EXAMPLES
 
@@ -303,7 +303,7 @@ class ToyHarness(BotHarness):
     async def __aenter__(self) -> Self:
         self.fake = FakeToy()
         await self.fake.start()
-        await self.serve(load_config({  # the settings as an operator gives them
+        await self.serve(hosts.load_config({  # the settings as an operator gives them
             "TOY_URL": self.fake.url, "TOY_TOKEN": TOKEN, "TOY_WEBHOOK_TOKEN": HOOK_TOKEN,
             "ROUNDWISE_DB": str(self.db_path), "ROUNDWISE_WORKERS": str(self.workers)}))
         return self
@@ -365,7 +365,7 @@ class PullRequestOnToy:
 
 @pytest.fixture
 def registered(monkeypatch):
-    """Toy registered as a backend: one more entry in ``bot.forge.hosts``, nothing else."""
+    """Toy registered as a backend: one more entry in ``bot.server.hosts``, nothing else."""
     monkeypatch.setattr(hosts, "HOSTS", (*hosts.HOSTS, TOY))
 
 
@@ -405,4 +405,4 @@ def test_the_registered_host_is_in_the_settings_and_the_help(registered):
     serve = parser._subparsers._group_actions[0].choices["serve"]
     assert "POST /toy/webhook (Toy" in " ".join(serve.description.split())
     with pytest.raises(Exception, match="TOY_URL is set without"):
-        load_config({"TOY_URL": "http://127.0.0.1:9", "ROUNDWISE_DB": "/tmp/x.db"})
+        hosts.load_config({"TOY_URL": "http://127.0.0.1:9", "ROUNDWISE_DB": "/tmp/x.db"})

@@ -16,7 +16,7 @@ __all__ = ["add_commands", "db", "fixpatch", "local", "sarif", "setup", "stats",
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``roundwise serve`` and ``roundwise review`` on the ``roundwise`` parser."""
-    from ..forge.hosts import HOSTS
+    from ..server.hosts import HOSTS
 
     routes = ", ".join(f"{host.route} ({host.title}, when configured)" for host in HOSTS)
     serve = sub.add_parser(

@@ -10,7 +10,7 @@ length; a larger or chunked one is hashed as it arrives and spooled to a tempora
 body is ever held whole. A client that goes away is one log line. The signature is the
 host's (a ``Signature`` fed as the body arrives: ``bot.github.signature``, GitLab's Standard
 Webhooks one, or ``Authenticated`` for a request its headers already authenticated); the
-budget of bodies read before their signature is known is ``bot.server.unverified``'s.
+budget of bodies read before their signature is known is ``bot.forge.unverified``'s.
 
 ``parse_payload`` is for signed bodies that are still hostile: JSON nested too deep, or
 integers no 64-bit column can hold, are a 400 and not a 500 with a traceback.

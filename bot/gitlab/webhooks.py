@@ -9,7 +9,7 @@ against ``GITLAB_WEBHOOK_SIGNING_TOKEN`` once its body is read; a wrong signatur
 when the token matched. Bodies are bounded as on ``/webhook`` (no compression, 25 MB, 10 s,
 spooled to disk past 256 KB). A hook with the right token is authenticated before its body is
 read; one carrying a signature alone is not until the body is whole, so while it arrives it
-holds a slot of the same budget of unverified bodies as GitHub's (``bot.server.unverified``:
+holds a slot of the same budget of unverified bodies as GitHub's (``bot.forge.unverified``:
 past 16 from one address 429, past 128 in all 503, at once), and a stale timestamp is refused
 before a byte is read.
 

@@ -16,10 +16,10 @@ import os
 from collections.abc import Mapping
 
 from ..config.env import Config
-from ..forge import hosts
 from ..review.llm_config import LLMConfig
 from ..store.engines import POSTGRES, engine_of
 from ..store.queue_base import redact
+from . import hosts
 
 __all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
            "startup_problems", "version"]
@@ -135,7 +135,7 @@ def startup_problems(config: Config) -> list[str]:
         probe = probe_model(config.llm)
         if probe:
             problems.append(probe)
-    for host in hosts.HOSTS:  # bot.forge.hosts: the host answers and takes the credentials
+    for host in hosts.HOSTS:  # bot.server.hosts: the host answers and takes the credentials
         if host.configured(config):
             problems += host.check(config)
     return problems
