@@ -4,8 +4,9 @@
 that the provider key a model needs is in the environment (litellm knows which variable each
 provider reads), that the model answers (``ROUNDWISE_CHECK_MODEL=1``), and that the ledger file
 can be created where ``ROUNDWISE_DB`` says (or, for a ``postgresql://`` URL, that its server
-answers), and that each configured code host answers and takes its credentials (``Host.check``:
-GitLab's instance and token). Each problem is one line saying how to fix it, so a
+answers); ``host_problems`` then asks each configured code host whether it answers and takes its
+credentials (``Host.check``: GitLab's instance and token), over the network, once the local
+checks pass. Each problem is one line saying how to fix it, so a
 mistake stops ``roundwise serve`` at start-up instead of failing the first round. It also says
 which version is running and writes the "ready" line.
 """
@@ -21,8 +22,8 @@ from ..store.engines import POSTGRES, engine_of
 from ..store.queue_base import redact
 from . import hosts
 
-__all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
-           "startup_problems", "version"]
+__all__ = ["check_ledger", "check_model", "host_problems", "probe_model", "project_url",
+           "ready_line", "startup_problems", "version"]
 
 
 def version() -> str:
@@ -135,10 +136,15 @@ def startup_problems(config: Config) -> list[str]:
         probe = probe_model(config.llm)
         if probe:
             problems.append(probe)
-    for host in hosts.HOSTS:  # bot.server.hosts: the host answers and takes the credentials
-        if host.configured(config):
-            problems += host.check(config)
     return problems
+
+
+def host_problems(config: Config) -> list[str]:
+    """Each configured code host's start-up problems (``Host.check``: GitLab's instance
+    unreachable, its token refused), each as one line; asked over the network by ``serve``
+    once the local checks (``startup_problems``) pass."""
+    return [problem for host in hosts.HOSTS if host.configured(config)
+            for problem in host.check(config)]
 
 
 def ready_line(config: Config, host: str, port: int) -> str:
