@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from .replay import REPLAYS
 from .score import risk
 from .score.tracking import pair_records, replay_tasks, score_replays
 from .tasks.mcr import TaskError, load_tasks
@@ -55,8 +56,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--cache", help="folder for cached LLM answers (default: OUT/llm-cache)")
     run.add_argument("--tolerance", type=int, default=1,
                      help="line tolerance when matching findings to defects (default 1)")
-    run.add_argument("--forge", choices=("github", "gitlab"), default="github",
-                     help="replay through the fake GitHub (default) or the fake GitLab")
+    run.add_argument("--forge", choices=sorted(REPLAYS), default="github",
+                     help="the code host to replay through: the fake GitHub (default) or "
+                          "the fake GitLab")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--repo-settings", metavar="FILE",
                      help="a .github/roundwise.yml given to every task's repository (e.g. to "

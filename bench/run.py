@@ -31,8 +31,9 @@ from pathlib import Path
 from bot.review.llm_config import LLMConfig
 
 from .progress import Progress
-from .replay.github import BotError, Harness, replay_task
+from .replay import replay_for
 from .replay.posted import write as write_posted
+from .replay.rounds import BotError
 from .report import write_reports
 from .score.judge import LLMJudge, OfflineJudge
 from .score.scoring import ascore
@@ -59,7 +60,7 @@ class RunOptions:
     progress: bool = True
     skipped: list[str] = field(default_factory=list)
     repo_settings: str | None = None  # .github/roundwise.yml for every task's repository
-    forge: str = "github"  # or "gitlab": the fake GitLab (bench.replay.gitlab)
+    forge: str = "github"  # a host of bench.replay.REPLAYS: "gitlab" is the fake GitLab
     timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
     round_timeout: float = 300.0  # seconds the bench waits for one round
 
@@ -109,11 +110,7 @@ async def _play_all(opts: RunOptions, tasks: list[Task], errors: dict[str, str])
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     cache = opts.cache or opts.out / "llm-cache"
-    harness_class, replay = Harness, replay_task
-    if opts.forge == "gitlab":
-        from .replay.gitlab import GitLabHarness
-        from .replay.gitlab import replay_task as replay
-        harness_class = GitLabHarness
+    harness_class, replay = replay_for(opts.forge)  # bench.replay.REPLAYS
     async with harness_class(work / "ledger.db", model=opts.model, api_base=opts.api_base,
                        llm_cache=str(cache) if opts.model else None,
                        workers=max(opts.concurrency, 1),

@@ -124,6 +124,6 @@ def test_nginx_sends_to_the_replicas_on_the_port_they_serve():
     mounted = services["proxy"]["volumes"][0].split(":")[0]
     assert (SCALE.parent / mounted).resolve() == NGINX
     body = re.search(r"client_max_body_size\s+(\d+)m;", conf).group(1)
-    from bot.github.body import MAX_BODY
+    from bot.forge.body import MAX_BODY
 
     assert int(body) * 1024 * 1024 == MAX_BODY

@@ -145,8 +145,24 @@ async def edit_issue_comment(fake, app, inst, made, v):
 
 async def react_issue_comment(fake, app, inst, made, v):
     [comment] = fake.issue_comments(REPO, NUMBER)
-    return (await inst.rest(v).reactions.async_create_for_issue_comment(
-        OWNER, NAME, comment["id"], data={"content": "-1"})).parsed_data
+    first = await inst.rest(v).reactions.async_create_for_issue_comment(
+        OWNER, NAME, comment["id"], data={"content": "-1"})
+    again = await inst.rest(v).reactions.async_create_for_issue_comment(
+        OWNER, NAME, comment["id"], data={"content": "-1"})
+    # GitHub: 201 and the reaction; the same reaction again is 200 and the existing one
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.parsed_data.id == first.parsed_data.id != 0
+    return [first.parsed_data, again.parsed_data]
+
+
+async def app_itself(fake, app, inst, made, v):
+    return (await app.rest(v).apps.async_get_authenticated()).parsed_data
+
+
+async def repo_installation(fake, app, inst, made, v):
+    answer = (await app.rest(v).apps.async_get_repo_installation(OWNER, NAME)).parsed_data
+    assert answer.id == INST and answer.account is not None
+    return answer
 
 
 async def reviews(fake, app, inst, made, v):
@@ -208,6 +224,8 @@ def _module(version: str):
 
 
 ENDPOINTS = {
+    "GET /app": app_itself,
+    "GET /repos/{o}/{r}/installation": repo_installation,
     "POST /app/installations/{id}/access_tokens": token,
     "GET /repos/{o}/{r}/pulls/{n}": pull,
     "GET /repos/{o}/{r}/pulls/{n}/files": pull_files,

@@ -11,9 +11,12 @@ import base64
 import hashlib
 import hmac
 import time
+from urllib.parse import urlsplit
 
 from bench.fake_gitlab import hooks
 from bench.replay.gitlab import GitLabHarness
+from bot.forge import unverified
+from bot.forge.appkeys import UNVERIFIED
 from bot.gitlab.ids import from_note, repo_key
 from bot.gitlab.webhooks import GITLAB_APP
 from tracker.lifecycle import State
@@ -270,3 +273,79 @@ async def test_a_push_hook_reviews_the_branch_merge_request(tmp_path):
         assert h.ledger.last_round(pr["id"])["head_sha"] == HEAD1
     finally:
         await h.__aexit__(None, None, None)
+
+
+async def test_a_flood_of_unsigned_bodies_on_the_signing_route_is_refused_at_once(tmp_path):
+    """With a signing token, a hook carrying ``webhook-signature`` alone is not authenticated
+    until its body is whole: bodies still arriving hold slots of the unverified budget (per
+    address 429, in all 503, answered at once), and /healthz is served throughout."""
+    h, _project = await _start(tmp_path)
+    h.app[GITLAB_APP].config.signing_key = b"k" * 32
+    url = urlsplit(h.url)
+    head = ("POST /gitlab/webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "X-Gitlab-Event: Merge Request Hook\r\nX-Gitlab-Event-UUID: u\r\nwebhook-id: m\r\n"
+            f"webhook-timestamp: {int(time.time())}\r\nwebhook-signature: v1,AAAA\r\n"
+            "Content-Length: 1000000\r\n\r\n{").encode()
+
+    async def trickle():
+        reader, writer = await asyncio.open_connection(url.hostname, url.port)
+        writer.write(head)
+        await writer.drain()
+        return reader, writer
+
+    async def status_line(reader) -> int:
+        return int((await asyncio.wait_for(reader.readline(), 3)).split()[1])
+
+    held = []
+    try:
+        budget = h.app[UNVERIFIED]
+        for _ in range(unverified.PER_PEER):
+            held.append(await trickle())
+        await asyncio.sleep(0.2)
+        assert budget.active == unverified.PER_PEER  # each slow body holds a slot
+        reader, writer = await trickle()
+        held.append((reader, writer))
+        assert await status_line(reader) == 429  # at once, not after the read deadline
+        async with h.session.get(f"{h.url}/healthz") as resp:
+            assert resp.status == 200
+        budget.per_peer, budget.total = 1000, unverified.PER_PEER
+        reader, writer = await trickle()
+        held.append((reader, writer))
+        assert await status_line(reader) == 503
+        # a hook with the right secret token is authenticated: it needs no slot
+        h.fake.push(_project, IID, HEAD1, ROUND1_FILES)
+        status, _ = await h.post("Merge Request Hook",
+                                 hooks.merge_request(h.fake, _project, IID, "open"))
+        assert status == 202
+    finally:
+        for _, writer in held:
+            writer.close()
+        await h.__aexit__(None, None, None)
+
+
+async def test_a_push_whose_commit_says_it_addresses_the_review_resolves_a_remark(tmp_path):
+    """Commit messages come from GitLab's comparison of the two heads, the request the round
+    already makes for its diff: no request more than a push without them."""
+    remark = "Please make the error messages friendlier for users."
+    edited = {**ROUND1_FILES, "app/core.py": ROUND1_FILES["app/core.py"] + "\n# reworded\n"}
+    outcomes, requests = [], []
+    for messages in (["Reword a comment", "Apply suggestions from code review"],
+                     ["Reword a comment"]):
+        h, project = await _start(tmp_path / str(len(messages)))
+        try:
+            await _push(h, project, HEAD1, ROUND1_FILES, first=True)
+            await _command(h, project, "rina", remark)
+            pr = h.ledger.find_pull_request(REPO, IID)
+            key = next(d.key for d in h.ledger.defects(pr["id"]) if d.author == "rina")
+            before = h.fake.usage(project)["requests"]
+            h.fake.push(project, IID, HEAD2, edited, messages)
+            await h.deliver("Merge Request Hook", hooks.merge_request(
+                h.fake, project, IID, "update", oldrev=HEAD1))
+            await h.idle(REPO, IID)
+            requests.append(h.fake.usage(project)["requests"] - before)
+            last = h.ledger.history(pr["id"], key)[-1]
+            outcomes.append((last["state"], last["rule"]))
+        finally:
+            await h.__aexit__(None, None, None)
+    assert outcomes == [("Resolved", "remark-review-commit"), ("Open", "pr-unaddressed")]
+    assert requests[0] == requests[1]

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench.replay import payloads
+from bot.forge import body as body_module
 from bot.forge import unverified
-from bot.github import body as body_module
 from bot.server import serving
 
 from .server_kit import HEAD1, HEAD2, NUMBER, REPO, ROUND2_FILES, open_pr, running_bot

@@ -18,8 +18,8 @@ import time
 from urllib.parse import urlsplit
 
 from bot.config.bounds import ReviewLimits
+from bot.forge import body as body_module
 from bot.forge import unverified
-from bot.github import body as body_module
 from bot.github import client as github_client
 from bot.server import serving
 

@@ -158,7 +158,7 @@ async def test_deliveries_arriving_together_commit_once_and_a_bad_one_fails_alon
 
 
 def test_the_payload_walk_keeps_its_limits():
-    from bot.github.body import MAX_DEPTH, parse_payload
+    from bot.forge.body import MAX_DEPTH, parse_payload
 
     def nested(levels: int) -> bytes:  # objects and arrays in turn, ``levels`` deep
         return ('{"a":[' * (levels // 2) + "1" + "]}" * (levels // 2)).encode()

@@ -492,10 +492,7 @@ class RestApi:
         return self._json(answer, 201)
 
     async def _h_app(self, call: _Call) -> web.Response:
-        return self._json({
-            "id": self.app_id, "slug": self.app_slug, "name": self.app_slug,
-            "client_id": self.client_id, "permissions": self._app_permissions(),
-        })
+        return self._json(self.app_json())
 
     async def _h_repo_installation(self, call: _Call) -> web.Response:
         return self._json(self.installation_json(call.repo.installation_id))
@@ -821,20 +818,24 @@ class RestApi:
         return self._json(self._issue_comment_json(call.repo, pr, comment))
 
     async def _h_react_issue_comment(self, call: _Call) -> web.Response:
-        """The App reacts to a PR comment: 201 the first time, 200 when it had already."""
+        """The App reacts to a PR comment: 201 and the new reaction the first time, 200 and
+        the reaction it made then when it had already."""
         _pr, comment = self._find_issue_comment(call.repo, int(call.params["comment_id"]))
         body = call.body if isinstance(call.body, dict) else {}
         content = body.get("content")
         if content not in REACTIONS:
             raise _validation_failed("Reaction", "content", "invalid")
-        users = comment.reactions.setdefault(content, set())
-        status = 200 if self.bot_login in users else 201
-        users.add(self.bot_login)
+        made = self.__dict__.setdefault("_reactions_made", {})
+        key = (comment.id, content, self.bot_login)
+        if key in made:
+            return self._json(made[key], 200)
+        comment.reactions.setdefault(content, set()).add(self.bot_login)
         ids = self.__dict__.setdefault("_reaction_ids", itertools.count(1))
-        reaction_id = next(ids) if status == 201 else 0
-        return self._json({"id": reaction_id, "node_id": _node_id("REA", reaction_id),
-                           "user": self.user_json(self.bot_login), "content": content,
-                           "created_at": self._iso()}, status)
+        reaction_id = next(ids)
+        made[key] = {"id": reaction_id, "node_id": _node_id("REA", reaction_id),
+                     "user": self.user_json(self.bot_login), "content": content,
+                     "created_at": self._iso()}
+        return self._json(made[key], 201)
 
     async def _h_edit_issue_comment(self, call: _Call) -> web.Response:
         pr, comment = self._find_issue_comment(call.repo, int(call.params["comment_id"]))

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
-from ..tasks.diffs import FileDiff, diff_trees, map_line
+from ..tasks.diffs import FileDiff, apply_files, diff_trees, map_line
 
 DOCS = "https://docs.github.com/rest"
 JSON_TYPE = "application/json; charset=utf-8"
@@ -431,12 +431,7 @@ class FakeState:
         the_repo, pr = self._pr(repo, number)
         if head_sha in the_repo.commits:
             raise ValueError(f"{head_sha} was already pushed to {repo}")
-        tree = dict(the_repo.trees[pr.base_sha])
-        for path, text in files.items():
-            if text is None:
-                tree.pop(path, None)
-            else:
-                tree[path] = text
+        tree = apply_files(the_repo.trees[pr.base_sha], files)
         specs = [c if isinstance(c, dict) else {"message": c} for c in commits or []]
         if not specs:
             specs = [{"message": f"Update {len(files)} file(s)"}]
@@ -464,12 +459,7 @@ class FakeState:
         retargeted onto it, as before a rebase: the next ``push(..., force=True)`` builds its
         head on this new base (the PR's commits are replaced, the old head is no ancestor)."""
         the_repo, pr = self._pr(repo, number)
-        tree = dict(the_repo.trees[pr.base_sha])
-        for path, text in files.items():
-            if text is None:
-                tree.pop(path, None)
-            else:
-                tree[path] = text
+        tree = apply_files(the_repo.trees[pr.base_sha], files)
         self._add_commit(the_repo, sha, message, [pr.base_sha], pr.author, tree)
         the_repo.branches[pr.base_ref] = sha
         pr.base_sha = sha
@@ -691,6 +681,13 @@ class FakeState:
             "permissions": self._app_permissions(),
             "events": ["pull_request", "pull_request_review", "pull_request_review_comment",
                        "pull_request_review_thread", "issue_comment"],
+            "repositories_url": f"{self._api()}/installation/repositories",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "single_file_name": None,
+            "has_multiple_single_files": False,
+            "single_file_paths": [],
+            "suspended_by": None,
             "suspended_at": None,
         }
 

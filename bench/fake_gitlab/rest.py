@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlencode
 
 from aiohttp import web
 
-from .state import _MR, ApiError, FakeGitLabState, _Discussion, _Note, _Project
+from .state import _MR, WEB, ApiError, FakeGitLabState, _Discussion, _Note, _now, _Project
 
 __all__ = ["RestApi"]
 
@@ -83,6 +83,12 @@ class RestApi(FakeGitLabState):
 
     def set_rate_limit(self, remaining: int, reset_in: float = 60.0) -> None:
         self.remaining, self.reset_at = remaining, time.time() + reset_in
+
+    @property
+    def web(self) -> str:
+        """The instance's web address in links: where it serves (as GitLab's own links are
+        on the host of its API), ``WEB`` before it is started."""
+        return getattr(self, "url", "") or WEB
 
     def usage(self, project_id: int) -> dict[str, int]:
         return {"requests": self.counts.get(project_id, 0)}
@@ -169,20 +175,29 @@ class RestApi(FakeGitLabState):
         if username is None:
             return None
         return {"id": self.user_id(username), "username": username, "name": username,
-                "state": "active", "bot": username == self.bot_username}
+                "state": "active", "locked": False,
+                "avatar_url": f"{self.web}/uploads/-/system/user/avatar/{self.user_id(username)}/a.png",
+                "web_url": f"{self.web}/{username}", "bot": username == self.bot_username}
 
     def _note_json(self, mr: _MR, note: _Note) -> dict:
         out = {"id": note.id, "type": note.type, "body": note.body, "attachment": None,
                "author": self._user(note.author), "created_at": note.created_at,
                "updated_at": note.updated_at or note.created_at, "system": note.system,
                "noteable_id": mr.id, "noteable_type": "MergeRequest", "noteable_iid": mr.iid,
-               "resolvable": note.resolvable, "confidential": False, "internal": False}
+               "project_id": self._project_of(mr).id, "resolvable": note.resolvable,
+               "confidential": False, "internal": False, "imported": False,
+               "imported_from": "none"}
         if note.resolvable:
             out["resolved"] = note.resolved
             out["resolved_by"] = self._user(note.resolved_by)
+            out["resolved_at"] = note.resolved_at
         if note.type == "DiffNote":
             out["position"] = note.position
+            out["commit_id"] = (note.original_position or note.position or {}).get("head_sha")
         return out
+
+    def _project_of(self, mr: _MR) -> _Project:
+        return next(p for p in self.projects.values() if p.mrs.get(mr.iid) is mr)
 
     def _discussion_json(self, mr: _MR, d: _Discussion) -> dict:
         return {"id": d.id, "individual_note": d.individual_note,
@@ -192,12 +207,63 @@ class RestApi(FakeGitLabState):
         start = mr.versions[-1].start if mr.versions else mr.base_sha
         return {"id": mr.id, "iid": mr.iid, "project_id": project.id, "title": mr.title,
                 "description": mr.description, "state": mr.state,
-                "author": self._user(mr.author), "source_branch": mr.source_branch,
-                "target_branch": mr.target_branch, "sha": mr.head_sha, "draft": mr.draft,
-                "work_in_progress": mr.draft,
+                "created_at": mr.created_at, "updated_at": mr.updated_at, "merged_by": None,
+                "merge_user": None, "merged_at": None, "closed_by": None, "closed_at": None,
+                "target_branch": mr.target_branch, "source_branch": mr.source_branch,
+                "user_notes_count": sum(len(d.notes) for d in mr.discussions),
+                "upvotes": 0, "downvotes": 0, "author": self._user(mr.author),
+                "assignees": [], "assignee": None, "reviewers": [],
+                "source_project_id": project.id, "target_project_id": project.id,
+                "labels": [], "draft": mr.draft, "work_in_progress": mr.draft,
+                "milestone": None, "merge_when_pipeline_succeeds": False,
+                "merge_status": "can_be_merged", "detailed_merge_status": "mergeable",
+                "sha": mr.head_sha, "merge_commit_sha": None, "squash_commit_sha": None,
+                "discussion_locked": None, "should_remove_source_branch": None,
+                "force_remove_source_branch": False, "prepared_at": mr.created_at,
+                "reference": f"!{mr.iid}",
+                "references": {"short": f"!{mr.iid}", "relative": f"!{mr.iid}",
+                               "full": f"{project.path}!{mr.iid}"},
+                "web_url": f"{self.web}/{project.path}/-/merge_requests/{mr.iid}",
+                "time_stats": {"time_estimate": 0, "total_time_spent": 0,
+                               "human_time_estimate": None, "human_total_time_spent": None},
+                "squash": False, "squash_on_merge": False, "task_completion_status": {
+                    "count": 0, "completed_count": 0}, "has_conflicts": False,
+                "blocking_discussions_resolved": all(
+                    n.resolved for d in mr.discussions for n in d.notes if n.resolvable),
                 "diff_refs": {"base_sha": mr.base_sha, "head_sha": mr.head_sha,
-                              "start_sha": start},
-                "web_url": f"https://gitlab.example/{project.path}/-/merge_requests/{mr.iid}"}
+                              "start_sha": start}}
+
+    def _project_json(self, project: _Project) -> dict:
+        namespace, _, name = project.path.rpartition("/")
+        return {"id": project.id, "description": None, "name": name,
+                "name_with_namespace": f"{namespace} / {name}" if namespace else name,
+                "path": name, "path_with_namespace": project.path,
+                "created_at": "2024-01-01T00:00:00.000Z", "default_branch": project.default_branch,
+                "tag_list": [], "topics": [],
+                "ssh_url_to_repo": f"git@gitlab.example:{project.path}.git",
+                "http_url_to_repo": f"{self.web}/{project.path}.git",
+                "web_url": f"{self.web}/{project.path}", "readme_url": None, "avatar_url": None,
+                "forks_count": 0, "star_count": 0, "last_activity_at": _now(),
+                "visibility": "private",
+                "namespace": {"id": 100 + len(namespace), "name": namespace.rsplit("/", 1)[-1],
+                              "path": namespace.rsplit("/", 1)[-1], "kind": "group",
+                              "full_path": namespace, "parent_id": None, "avatar_url": None,
+                              "web_url": f"{self.web}/groups/{namespace}"}}
+
+    def _commit_json(self, project, sha: str) -> dict:
+        """A commit as GitLab's commits and compare APIs show it."""
+        commit = project.commits.get(sha)
+        message = commit.message if commit else ""
+        author = commit.author if commit else ""
+        when = commit.created_at if commit else ""
+        email = f"{author}@example.com"
+        return {"id": sha, "short_id": sha[:8], "created_at": when,
+                "parent_ids": list(project.parents.get(sha) or []),
+                "title": message.split("\n", 1)[0], "message": message,
+                "author_name": author, "author_email": email, "authored_date": when,
+                "committer_name": author, "committer_email": email, "committed_date": when,
+                "trailers": {}, "extended_trailers": {},
+                "web_url": f"{self.web}/{project.path}/-/commit/{sha}"}
 
     @staticmethod
     def _entry(d) -> dict:
@@ -227,10 +293,7 @@ class RestApi(FakeGitLabState):
         return self._json([self._user(name)] if name in self.users else [])
 
     async def _h_project(self, request, params, data):
-        project = self.project(params["pid"])
-        return self._json({"id": project.id, "path_with_namespace": project.path,
-                           "default_branch": project.default_branch,
-                           "web_url": f"https://gitlab.example/{project.path}"})
+        return self._json(self._project_json(self.project(params["pid"])))
 
     async def _h_merge_requests(self, request, params, data):
         project = self.project(params["pid"])
@@ -318,8 +381,8 @@ class RestApi(FakeGitLabState):
             self.merge_base(project, base, head) or base
         chain = self.ancestors(project, head)
         commits = chain[: chain.index(start)] if start in chain else chain
-        return self._json({"commit": {"id": head}, "commits": [{"id": c} for c in
-                                                              reversed(commits)],
+        return self._json({"commit": self._commit_json(project, head),
+                           "commits": [self._commit_json(project, c) for c in reversed(commits)],
                            "diffs": [self._entry(d) for d in self.diff(project, start, head)],
                            "compare_timeout": False, "compare_same_ref": base == head})
 
@@ -352,7 +415,9 @@ class RestApi(FakeGitLabState):
         name = next((u for u, i in self.users.items() if i == int(params["uid"])), None)
         if name is None or name not in project.members:
             raise ApiError(404, "404 Not found")
-        return self._json({**self._user(name), "access_level": project.members[name]})
+        return self._json({**self._user(name), "access_level": project.members[name],
+                           "created_at": "2024-01-01T00:00:00.000Z", "expires_at": None,
+                           "membership_state": "active"})
 
     async def _h_set_status(self, request, params, data):
         project = self.project(params["pid"])
@@ -363,7 +428,7 @@ class RestApi(FakeGitLabState):
                                  self.bot_username, ref=data.get("ref"),
                                  description=data.get("description"),
                                  target_url=data.get("target_url"))
-        return self._json(status, 201)
+        return self._json(self._status_json(status), 201)
 
     async def _h_statuses(self, request, params, data):
         project = self.project(params["pid"])
@@ -373,4 +438,8 @@ class RestApi(FakeGitLabState):
             for status in history:
                 latest[status["name"]] = status
             history = list(latest.values())
-        return self._page(request, list(reversed(history)))
+        return self._page(request, [self._status_json(s) for s in reversed(history)])
+
+    def _status_json(self, status: dict) -> dict:
+        return {**status, "author": self._user(status["author"]["username"]),
+                "coverage": None, "pipeline_id": None}

@@ -18,9 +18,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tasks.diffs import FileDiff, diff_trees, map_line
+from ..tasks.diffs import FileDiff, apply_files, diff_trees, map_line
 
-__all__ = ["LEVELS", "ApiError", "FakeGitLabState"]
+__all__ = ["LEVELS", "WEB", "ApiError", "FakeGitLabState", "line_code", "with_line_codes"]
+
+WEB = "https://gitlab.example"  # the instance's web address in the fake's links
 
 LEVELS = {"guest": 10, "reporter": 20, "developer": 30, "maintainer": 40, "owner": 50}
 LINE_CODE_ERROR = ("400 Bad request - Note {:line_code=>[\"can't be blank\", \"must be a "
@@ -59,6 +61,7 @@ class _Note:
     resolvable: bool = False
     resolved: bool = False
     resolved_by: str | None = None
+    resolved_at: str | None = None
     system: bool = False
     updated_at: str = ""
 
@@ -93,8 +96,17 @@ class _MR:
     head_sha: str
     draft: bool = False
     state: str = "opened"
+    created_at: str = field(default_factory=lambda: _now())
+    updated_at: str = field(default_factory=lambda: _now())
     versions: list[_Version] = field(default_factory=list)
     discussions: list[_Discussion] = field(default_factory=list)
+
+
+@dataclass
+class _Commit:
+    message: str
+    author: str
+    created_at: str
 
 
 @dataclass
@@ -104,6 +116,7 @@ class _Project:
     default_branch: str
     trees: dict[str, dict[str, str]] = field(default_factory=dict)
     parents: dict[str, list[str]] = field(default_factory=dict)
+    commits: dict[str, _Commit] = field(default_factory=dict)  # sha -> message, author, date
     branches: dict[str, str] = field(default_factory=dict)
     mrs: dict[int, _MR] = field(default_factory=dict)
     members: dict[str, int] = field(default_factory=dict)  # username -> access level
@@ -127,10 +140,16 @@ class FakeGitLabState:
     def user_id(self, username: str) -> int:
         return self.users.setdefault(username, len(self.users) + 1)
 
-    def add_project(self, path: str, default_branch: str = "main") -> int:
+    def add_project(self, path: str, default_branch: str = "main",
+                    files: dict[str, str] | None = None) -> int:
+        """A project whose default branch holds ``files`` (none: no commit yet)."""
         project_id = next(self._ids)
-        self.projects[project_id] = _Project(project_id, path, default_branch)
-        self.projects[project_id].members[self.bot_username] = LEVELS["developer"]
+        project = self.projects[project_id] = _Project(project_id, path, default_branch)
+        project.members[self.bot_username] = LEVELS["developer"]
+        if files:
+            sha = hashlib.sha1(f"{path}\0initial".encode()).hexdigest()
+            self._commit(project, sha, dict(files), [])
+            project.branches[default_branch] = sha
         return project_id
 
     def project(self, ref: int | str) -> _Project:
@@ -150,12 +169,13 @@ class FakeGitLabState:
         else:
             members[username] = LEVELS[role]
 
-    def _commit(self, project: _Project, sha: str, tree: dict[str, str], parents: list[str]
-                ) -> None:
+    def _commit(self, project: _Project, sha: str, tree: dict[str, str], parents: list[str],
+                message: str = "Update", author: str = "") -> None:
         if sha in project.trees and project.trees[sha] != tree:
             raise ValueError(f"sha {sha} already names a different tree")
         project.trees[sha] = tree
         project.parents.setdefault(sha, parents)
+        project.commits.setdefault(sha, _Commit(message, author or self.bot_username, _now()))
 
     def add_mr(self, project_id: int, iid: int, title: str, description: str, author: str,
                target_branch: str, base_sha: str, base_files: dict[str, str]) -> _MR:
@@ -175,26 +195,29 @@ class FakeGitLabState:
         project.mrs[iid] = mr
         return mr
 
-    def push(self, project_id: int, iid: int, head_sha: str, files: dict[str, str | None]
-             ) -> None:
+    def push(self, project_id: int, iid: int, head_sha: str, files: dict[str, str | None],
+             messages: list[str] | None = None) -> None:
         """The MR's head moves to ``head_sha`` (``files``: every path that differs from the
-        base, None for deleted); a new diff version is made and notes are carried over."""
+        base, None for deleted); a new diff version is made and notes are carried over.
+        ``messages`` are the pushed commits' messages, oldest first: the last is ``head_sha``'s,
+        the earlier ones get made-up shas and the same tree."""
         project = self.projects[project_id]
         mr = project.mrs[iid]
         if head_sha in project.trees:
             raise ValueError(f"{head_sha} was already pushed")
-        tree = dict(project.trees[mr.base_sha])
-        for path, text in files.items():
-            if text is None:
-                tree.pop(path, None)
-            else:
-                tree[path] = text
-        old_head = mr.head_sha
-        self._commit(project, head_sha, tree, [old_head])
+        tree = apply_files(project.trees[mr.base_sha], files)
+        old_head = parent = mr.head_sha
+        messages = messages or [f"Update {len(files)} file(s)"]
+        for index, message in enumerate(messages[:-1]):
+            sha = hashlib.sha1(f"{head_sha}\0{index}".encode()).hexdigest()
+            self._commit(project, sha, tree, [parent], message, mr.author)
+            parent = sha
+        self._commit(project, head_sha, tree, [parent], messages[-1], mr.author)
         mr.head_sha = head_sha
         project.branches[mr.source_branch] = head_sha
         start = project.branches[mr.target_branch]
         mr.versions.append(_Version(next(self._ids), head_sha, mr.base_sha, start, _now()))
+        mr.updated_at = _now()
         self._carry_positions(project, mr, old_head)
 
     def _carry_positions(self, project: _Project, mr: _MR, old_head: str) -> None:
@@ -267,9 +290,10 @@ class FakeGitLabState:
 
     def add_discussion(self, project: _Project, mr: _MR, author: str, body: str,
                        position: dict | None = None) -> _Discussion:
-        note_type = None
+        note_type = "DiscussionNote"  # a thread, even on no line (a plain note's type is null)
         if position is not None:
             self.check_position(project, mr, position)
+            position = with_line_codes(position)
             note_type = "DiffNote"
         elif not body.strip():
             raise ApiError(400, {"note": ["can't be blank"]})
@@ -352,6 +376,7 @@ class FakeGitLabState:
             if note.resolvable:
                 note.resolved = resolved
                 note.resolved_by = by if resolved else None
+                note.resolved_at = _now() if resolved else None
         return discussion
 
     def check_position(self, project: _Project, mr: _MR, position: dict) -> None:
@@ -406,6 +431,23 @@ class FakeGitLabState:
                   "author": {"username": by, "id": self.user_id(by)}}
         history.append(status)
         return status
+
+
+def line_code(path: str, old_line: object, new_line: object) -> str:
+    """GitLab's ``line_code``: the path's sha1, then the old and new line numbers (0: none)."""
+    return f"{hashlib.sha1(path.encode()).hexdigest()}_{old_line or 0}_{new_line or 0}"
+
+
+def with_line_codes(position: dict) -> dict:
+    """A position as GitLab stores it: each end of a ``line_range`` carries its ``line_code``."""
+    out = dict(position)
+    line_range = out.get("line_range")
+    if isinstance(line_range, dict):
+        path = out.get("new_path") or out.get("old_path") or ""
+        out["line_range"] = {end: {**(line_range.get(end) or {}), "line_code": line_code(
+            path, (line_range.get(end) or {}).get("old_line"),
+            (line_range.get(end) or {}).get("new_line"))} for end in ("start", "end")}
+    return out
 
 
 def _old_of(spot: FileDiff, new_line: int) -> int | None:

@@ -105,7 +105,7 @@ def server_process(config, conn) -> None:
         configure_litellm()
         # the flood's thousands of one-line notes (a client gone mid-body, the connection cap)
         # would bury the figures; errors still show
-        for name in ("bot.github.body", "bot.server.serving", "roundwise.http"):
+        for name in ("bot.forge.body", "bot.server.serving", "roundwise.http"):
             logging.getLogger(name).setLevel(logging.ERROR)
         app = create_app(config, retry=RetryPolicy(attempts=3, backoff=0.05), poll=0.05)
         runner = GuardedRunner(app, access_log=None)

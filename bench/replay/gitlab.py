@@ -9,91 +9,49 @@ on a line of the latest version, a reply in a discussion, a plain MR note, resol
 discussion) and sends the hooks GitLab sends for them (a Note Hook; for a resolution, an MR
 update). A line GitLab would not take becomes a plain note, as on GitHub. The tracker never
 learns the host, so the tracking figures must equal those of a run through the fake GitHub.
+The server, the round loop and the ledger read are ``bench.replay.rounds``'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Self
 
-import aiohttp
-from aiohttp import web
-
 from bot.config.env import Config
-from bot.github import RetryPolicy
 from bot.gitlab import GitLabConfig
 from bot.gitlab.ids import from_note, repo_key
-from bot.review.engine import Engine
-from bot.review.llm_config import LLMConfig
-from bot.server.app import create_app
-from bot.store import open_queue_store
-from bot.store.ledger_sqlite import Ledger
 
 from ..fake_gitlab import FakeGitLab, hooks
 from ..tasks.mcr import Task
-from .github import BotError, collect
+from .rounds import BotError, BotHarness, play
 
-__all__ = ["GitLabHarness", "GitLabPosted", "bench_project", "deliver_event", "replay_task"]
+__all__ = ["GitLabHarness", "GitLabPosted", "MergeRequestOnGitLab", "bench_project",
+           "deliver_event", "replay_task"]
 
 GROUP = "bench"
 BOT_LOGIN = "roundwise[bot]"
 
 
 @dataclass
-class GitLabHarness:
+class GitLabHarness(BotHarness):
     """The fake GitLab and the real bot (configured for GitLab alone), both on loopback."""
 
-    db_path: Path
-    model: str | None = None
-    api_base: str | None = None
-    llm_cache: str | None = None
-    workers: int = 2
-    engine: Engine | None = None
-    timeout: float = 300.0  # seconds to wait for one round's jobs
-    llm_timeout: float | None = None  # seconds per model call (else ROUNDWISE_LLM_TIMEOUT)
-    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(
-        attempts=4, backoff=0.05, max_wait=5.0, secondary_wait=0.2))
     fake: FakeGitLab = field(init=False)
-    config: Config = field(init=False)
-    url: str = field(init=False)
 
     async def __aenter__(self) -> Self:
         self.fake = FakeGitLab(token="glpat-" + secrets.token_hex(10))
         await self.fake.start()
         self.secret = secrets.token_hex(16)
-        self.config = Config(
+        await self.serve(Config(
             app_id="", private_key="", webhook_secret="", db_path=str(self.db_path),
             workers=self.workers, bot_login=BOT_LOGIN,
             gitlab=GitLabConfig(token=self.fake.token, webhook_secret=self.secret,
                                 url=self.fake.url),
-            llm=LLMConfig.from_env(os.environ, model=self.model, api_base=self.api_base,
-                                   timeout=self.llm_timeout,
-                                   cache_dir=self.llm_cache) if self.model else None,
-        )
-        app = create_app(self.config, engine=self.engine, retry=self.retry, poll=0.05)
-        self.app = app
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        self.session = aiohttp.ClientSession()
-        self.ledger = Ledger(self.db_path)  # a second connection, to observe
-        self.queue = open_queue_store(str(self.db_path), ledger=self.ledger)
+            llm=self.llm()))
         return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.session.close()
-        await self._runner.cleanup()
-        await self.fake.stop()
-        self.ledger.close()
 
     async def post(self, event: str, payload: dict, delivery: str | None = None, *,
                    token: str | None = "", headers: dict | None = None) -> tuple[int, dict]:
@@ -110,17 +68,6 @@ class GitLabHarness:
             raise BotError(f"{event} refused ({status}): {data}")
         return data
 
-    async def idle(self, repo: str, number: int) -> None:
-        deadline = time.monotonic() + self.timeout
-        while self.queue.pending(repo, number):
-            if time.monotonic() > deadline:
-                raise BotError(f"{repo}!{number}: jobs still pending after {self.timeout}s")
-            await asyncio.sleep(0.02)
-
-    def failed_jobs(self, repo: str, number: int) -> list[dict]:
-        return [{"id": j.id, "kind": j.kind, "error": j.error}
-                for j in self.queue.jobs(repo, number, "failed")]
-
 
 def bench_project(task: Task) -> str:
     name = re.sub(r"[^A-Za-z0-9_.-]", "-", task.task_id)[:100].strip(".-") or "task"
@@ -131,45 +78,52 @@ async def replay_task(h: GitLabHarness, task: Task,
                       on_round: Callable[[int], None] | None = None,
                       posted: list[dict] | None = None) -> list[dict]:
     """Play one task through the bot on GitLab; one record per round
-    (``bench.replay.github.collect`` shapes, so scoring is the same)."""
-    path, iid = bench_project(task), int(task.pr.get("number") or 1)
-    repo = repo_key(path)
-    author = task.pr.get("author") or "author"
-    project = h.fake.add_project(path, task.pr.get("base_ref") or "main")
-    base = {p: t for p, t in task.base_files(1).items() if t is not None}
-    h.fake.add_mr(project, iid, task.pr.get("title") or task.task_id, task.pr.get("body") or "",
-                  author, task.pr.get("base_ref") or "main", task.pr.get("base_sha") or "0" * 40,
-                  base)
-    ids: dict[int, int] = {}  # task event id -> the fake's note id
-    records, watcher = [], None
-    for rnd in task.rounds:
-        started = time.monotonic()
-        used = h.fake.usage(project)["requests"]
-        changed = {p: t for p, t in task.snapshot(rnd.number).items() if base.get(p) != t}
-        before = h.fake.projects[project].mrs[iid].head_sha
-        h.fake.push(project, iid, rnd.head_sha, changed)
+    (``bench.replay.rounds.collect`` shapes, so scoring is the same)."""
+    return await play(h, task, MergeRequestOnGitLab(h, task), on_round, posted)
+
+
+class MergeRequestOnGitLab:
+    """One task's merge request on the fake GitLab (``bench.replay.rounds.TaskOnHost``)."""
+
+    def __init__(self, h: GitLabHarness, task: Task):
+        self.h, self.task = h, task
+        path, self.number = bench_project(task), int(task.pr.get("number") or 1)
+        self.repo = repo_key(path)
+        self.project = h.fake.add_project(path, task.pr.get("base_ref") or "main",
+                                          {".gitlab/roundwise.yml": h.repo_settings}
+                                          if h.repo_settings else None)
+        self.base = {p: t for p, t in task.base_files(1).items() if t is not None}
+        h.fake.add_mr(self.project, self.number, task.pr.get("title") or task.task_id,
+                      task.pr.get("body") or "", task.pr.get("author") or "author",
+                      task.pr.get("base_ref") or "main", task.pr.get("base_sha") or "0" * 40,
+                      self.base)
+        self.watcher: GitLabPosted | None = None
+
+    async def push(self, rnd) -> None:
+        changed = {p: t for p, t in self.task.snapshot(rnd.number).items()
+                   if self.base.get(p) != t}
+        fake, project, iid = self.h.fake, self.project, self.number
+        before = fake.projects[project].mrs[iid].head_sha
+        fake.push(project, iid, rnd.head_sha, changed,
+                  [c.get("message", "update") for c in rnd.commits][-20:] or None)
         if rnd.number == 1:
-            payload = hooks.merge_request(h.fake, project, iid, "open")
+            payload = hooks.merge_request(fake, project, iid, "open")
         else:
-            payload = hooks.merge_request(h.fake, project, iid, "update", oldrev=before)
-        await h.deliver("Merge Request Hook", payload)
-        await h.idle(repo, iid)
-        seconds = time.monotonic() - started
-        failed = h.failed_jobs(repo, iid)
-        if failed:
-            raise BotError(f"{task.task_id} round {rnd.number}: job failed: {failed[-1]}")
-        port_ids = {event: from_note(note) for event, note in ids.items()}
-        records.append(collect(h.ledger, task, repo, iid, rnd.number, port_ids, seconds))
-        if on_round is not None:
-            on_round(rnd.number)
-        for event in rnd.events:
-            await deliver_event(h, project, iid, event, ids)
-        await h.idle(repo, iid)
-        records[-1]["github"] = {"requests": h.fake.usage(project)["requests"] - used}
-        if posted is not None:
-            watcher = watcher or GitLabPosted(h.fake, project, iid)
-            posted.append(watcher.take(rnd.number, rnd.head_sha))
-    return records
+            payload = hooks.merge_request(fake, project, iid, "update", oldrev=before)
+        await self.h.deliver("Merge Request Hook", payload)
+
+    async def deliver_event(self, event: dict, ids: dict[int, int]) -> None:
+        await deliver_event(self.h, self.project, self.number, event, ids)
+
+    def comment_ids(self, ids: dict[int, int]) -> dict[int, int]:
+        return {event: from_note(note) for event, note in ids.items()}
+
+    def usage(self) -> dict[str, int]:
+        return {"requests": self.h.fake.usage(self.project)["requests"]}
+
+    def posted(self, round_number: int, head: str) -> dict:
+        self.watcher = self.watcher or GitLabPosted(self.h.fake, self.project, self.number)
+        return self.watcher.take(round_number, head)
 
 
 async def deliver_event(h: GitLabHarness, project: int, iid: int, event: dict,

@@ -209,6 +209,17 @@ class FileDiff:
         return ""
 
 
+def apply_files(tree: dict[str, str], files: dict[str, str | None]) -> dict[str, str]:
+    """A new tree: ``tree`` with ``files`` written over it (None: the path deleted)."""
+    out = dict(tree)
+    for path, text in files.items():
+        if text is None:
+            out.pop(path, None)
+        else:
+            out[path] = text
+    return out
+
+
 def diff_trees(old_files: dict[str, str | None], new_files: dict[str, str | None]
                ) -> list[FileDiff]:
     """Per-file diffs (sorted by path) between two path -> text maps; None means absent."""

@@ -17,9 +17,12 @@ __all__ = ["add_commands", "db", "fixpatch", "local", "printable", "sarif", "set
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``roundwise serve`` and ``roundwise review`` on the ``roundwise`` parser."""
+    from ..server.hosts import HOSTS
+
+    routes = ", ".join(f"{host.route} ({host.title}, when configured)" for host in HOSTS)
     serve = sub.add_parser(
-        "serve", help="run the GitHub App's webhook server",
-        description="Serve POST /webhook, GET /healthz and GET /metrics. Configuration comes "
+        "serve", help="run the webhook server (GitHub App, GitLab)",
+        description=f"Serve {routes}, GET /healthz and GET /metrics. Configuration comes "
                     "from the environment (see bot/config/env.py); a missing or invalid setting "
                     "stops the server at start-up with a message saying how to fix it.",
     )

@@ -9,7 +9,11 @@ GitHub and GitLab backends are the packages ``bot.github`` and ``bot.gitlab``; `
 what a backend hands the settings and the server (a ``Host`` entry; the list of them is the
 server's, ``bot.server.hosts``), ``appkeys`` the typed keys of the server's shared state its
 routes read, and ``unverified`` the budget of webhook bodies read before their signature can
-be checked, which every backend's webhook route draws on.
+be checked, which every backend's webhook route draws on. What the backends share, sans I/O but
+the request they hand in: ``body`` (a webhook body read bounded and checked against the host's
+signature as it arrives), ``delivery`` (what a delivery asks: ``Route``, ``BadPayload``, the
+typed field reader) and ``calls`` (the retry policy, rate-limit waits, typed errors and the
+retry loop).
 """
 
 from .port import (
@@ -32,5 +36,5 @@ from .port import (
 
 __all__ = ["Comment", "Forbidden", "Forge", "ForgeError", "ForgeReader", "InlineComment",
            "NotAcceptable", "NotFound", "PullRequest", "RateLimited", "Review", "Thread",
-           "Unauthorized", "Unavailable", "Unprocessable", "appkeys", "confine", "coverage",
-           "host", "localgit", "port", "unverified"]
+           "Unauthorized", "Unavailable", "Unprocessable", "appkeys", "body", "calls", "confine",
+           "coverage", "delivery", "host", "localgit", "port", "unverified"]

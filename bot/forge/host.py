@@ -6,7 +6,9 @@ code or the composition root. An entry says: the backend's settings (the setting
 lists them), how they are read from the environment (each problem one line, as every setting's),
 which ``Config`` fields they fill (GitHub's App and ``gitlab`` have their own; a backend added
 later reads ``Config.forges[name]``), and how the server mounts it (its webhook route) and then
-asks it, per job, whether the job is its own, for the job's forge and for the job's handler.
+asks it, per job, whether the job is its own, for the job's forge and for the job's handler;
+and, for ``roundwise serve``, its name and route (``--help``), a start-up check of its
+credentials against the host, and what the ready line says of it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def _no_fields(settings: Any) -> dict[str, Any]:
     return {}
 
 
+def _no_problems(config: Any) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Host:
     """One code-host backend, as the settings and the server see it."""
@@ -55,3 +61,13 @@ class Host:
     mount: Callable[[Any, Any], Service | None]
     #: the ``Config`` fields of its own its settings fill (``Config.forges`` holds them all)
     fields: Callable[[Any], dict[str, Any]] = _no_fields
+    #: what people call it ("GitHub") and the webhook route it serves (``serve --help``)
+    title: str = ""
+    route: str = ""
+    #: ``configured(config)``: whether this server serves it (its route is mounted)
+    configured: Callable[[Any], bool] = lambda config: False
+    #: ``check(config)``: start-up problems only the host can tell (it cannot be reached, it
+    #: refuses the credentials), one line each; run before the server listens
+    check: Callable[[Any], list[str]] = _no_problems
+    #: ``describe(config)``: what the ready line says of it when configured ("GitLab at URL")
+    describe: Callable[[Any], str] = lambda config: ""

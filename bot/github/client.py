@@ -23,12 +23,10 @@ import base64
 import http
 import json
 import logging
-import random
 import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -41,6 +39,8 @@ from gidgethub.aiohttp import GitHubAPI
 
 from tracker.gitpath import quote as git_quote
 
+from ..forge import ForgeError
+from ..forge.calls import RetryPolicy, backoff, hinted_wait, limited, with_retries
 from ..forge.confine import repo_path
 from ..observe import metrics
 from .errors import GitHubError, NotAcceptable, NotFound, RateLimited, Unavailable, error_for
@@ -80,15 +80,6 @@ mutation($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { id i
 UNRESOLVE_MUTATION = """
 mutation($id: ID!) { unresolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }
 """
-
-
-@dataclass
-class RetryPolicy:
-    attempts: int = 5
-    backoff: float = 1.0  # first wait; doubles every attempt, with jitter
-    max_wait: float = 120.0  # never sleep longer than this for one retry
-    secondary_wait: float = 60.0  # GitHub's advice when a secondary limit gives no hint
-    timeout: float = 60.0  # seconds one HTTP call may take (the server's session timeout)
 
 
 # GitHub's characters: an account is letters, digits and hyphens (39 at most, no leading
@@ -287,50 +278,35 @@ class GitHubApp:
     async def _with_retries(self, method: str, url: str, call: Callable[[], Awaitable[Any]],
                             *, installation_id: int | None = None,
                             probe: Callable[[], Awaitable[Any]] | None = None) -> Any:
-        """Run one API call, retrying what GitHub says may be retried.
+        """Run one API call under ``bot.forge.calls.with_retries``: what GitHub says may be
+        retried is; a 401 with an installation token fetches a new token and retries at once.
 
         ``probe`` (for writes that are not idempotent) looks on GitHub for what the call would
         have written: before every retry it runs, and when it finds the write (GitHub applied
         it but its answer was lost: a 502, a timeout) that is the call's result."""
-        policy = self.retry
-        for attempt in range(1, policy.attempts + 1):
-            if attempt > 1 and probe is not None:
-                found = await probe()
-                if found is not None:
-                    log.info("GitHub call %s %s had been applied; not sent again", method, url)
-                    metrics.GITHUB_CALLS.labels(method=method, outcome="applied").inc()
-                    return found
-            try:
-                result = await call()
-                metrics.GITHUB_CALLS.labels(method=method, outcome="ok").inc()
-                return result
-            except Exception as exc:  # classified below; anything unknown is re-raised
-                wait, error = self._classify(exc, method, url, attempt)
-                metrics.GITHUB_CALLS.labels(method=method, outcome=_outcome(error)).inc()
-                if error.status == 401 and installation_id is not None and attempt == 1 \
-                        and policy.attempts > 1:
-                    self.forget_token(installation_id)
-                    wait = 0.0
-                elif wait is None or attempt == policy.attempts:
-                    level = logging.INFO if error.status == 404 else logging.WARNING
-                    log.log(level, "GitHub call failed: %s", error)
-                    raise error from exc
-                log.info("GitHub call %s %s failed (%s); retry %d in %.1fs", method, url,
-                         error.status or type(exc).__name__, attempt, wait)
-                await self.sleep(wait)
-        raise AssertionError("unreachable")
+
+        def refresh(error: ForgeError) -> bool:
+            if error.status == 401 and installation_id is not None:
+                self.forget_token(installation_id)
+                return True
+            return False
+
+        return await with_retries(
+            call, policy=self.retry, sleep=self.sleep, host="GitHub", method=method, url=url,
+            classify=lambda exc, attempt: self._classify(exc, method, url, attempt),
+            probe=probe, refresh=refresh,
+            count=lambda outcome: metrics.GITHUB_CALLS.labels(method=method,
+                                                              outcome=outcome).inc())
 
     def _classify(self, exc: Exception, method: str, url: str,
                   attempt: int) -> tuple[float | None, GitHubError]:
         """(seconds to wait before retrying or None, the error to raise if not retrying)."""
-        policy = self.retry
-        backoff = min(policy.backoff * 2 ** (attempt - 1), policy.max_wait)
-        backoff *= 1 + random.random() * 0.1
+        wait = backoff(self.retry, attempt)
         if isinstance(exc, TypeError):
             # gidgethub < 6 chokes on a 422 whose errors are plain strings (create-review).
             return None, error_for(f"unprocessable: {exc}", status=422, method=method, url=url)
         if isinstance(exc, gidgethub.GitHubBroken):
-            return backoff, Unavailable("GitHub is having trouble", status=_status(exc),
+            return wait, Unavailable("GitHub is having trouble", status=_status(exc),
                                         method=method, url=url, retryable=True)
         if isinstance(exc, gidgethub.HTTPException):
             status = _status(exc)
@@ -338,10 +314,10 @@ class GitHubApp:
             errors = getattr(exc, "errors", None)
             message = str(exc) or f"HTTP {status}"
             if status in (403, 429):
-                wait = self._rate_limit_wait(headers, backoff, status, message)
-                if wait is not None:
-                    return self._limited(wait, "rate limited", status=status, method=method,
-                                         url=url)
+                hinted = self._rate_limit_wait(headers, wait, status, message)
+                if hinted is not None:
+                    return limited(self.retry, hinted, RateLimited, "rate limited",
+                                   status=status, method=method, url=url)
             return None, error_for(message, status=status, method=method, url=url,
                                    errors=errors)
         if isinstance(exc, gidgethub.GraphQLException):
@@ -351,52 +327,35 @@ class GitHubApp:
             headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
             if status == 429 or "rate limit" in text.lower() or '"RATE_LIMITED"' in text:
                 # GitHub answers a spent GraphQL budget with 200, errors and remaining 0
-                wait = self._rate_limit_wait(headers, backoff, 429, "rate limit")
-                return self._limited(wait, "GraphQL rate limited", status=status,
-                                     method=method, url=url, errors=response)
+                hinted = self._rate_limit_wait(headers, wait, 429, "rate limit")
+                return limited(self.retry, hinted, RateLimited, "GraphQL rate limited",
+                               status=status, method=method, url=url, errors=response)
             return None, error_for(f"GraphQL error: {exc}", status=status, method=method,
                                    url=url, errors=response)
         if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError)):
-            return backoff, Unavailable(f"connection problem: {exc!r}", method=method, url=url,
-                                        retryable=True)
+            return wait, Unavailable(f"connection problem: {exc!r}", method=method, url=url,
+                                     retryable=True)
         raise exc
 
-    def _limited(self, wait: float, message: str, **details: Any
-                 ) -> tuple[float | None, GitHubError]:
-        """Wait ``wait`` seconds and retry; past the policy's ``max_wait`` do not sleep: the
-        error says when to come back (``retry_after``) and the job queue waits that long."""
-        if wait > self.retry.max_wait:
-            error = RateLimited(f"{message} for {wait:.0f}s", retryable=True, **details)
-            error.retry_after = wait
-            return None, error
-        return wait, RateLimited(message, retryable=True, **details)
-
-    def _rate_limit_wait(self, headers: dict, backoff: float, status: int,
+    def _rate_limit_wait(self, headers: dict, wait: float, status: int,
                          message: str) -> float | None:
-        if "retry-after" in headers:
-            try:
-                return max(float(headers["retry-after"]), 0.0)
-            except ValueError:
-                return self.retry.secondary_wait
-        if headers.get("x-ratelimit-remaining") == "0":
-            try:
-                return max(float(headers["x-ratelimit-reset"]) - self.clock(), 0.0) + 1.0
-            except (KeyError, ValueError):
-                return self.retry.secondary_wait
+        """GitHub's hint (``Retry-After``, or ``X-RateLimit-Reset`` once ``-Remaining`` is 0);
+        a secondary limit without a usable hint waits at least ``secondary_wait``; None: a
+        plain permission 403."""
+        hinted = hinted_wait(headers, self.clock(), reset="x-ratelimit-reset",
+                             remaining="x-ratelimit-remaining")
+        if hinted is not None:
+            return hinted
+        if "retry-after" in headers or headers.get("x-ratelimit-remaining") == "0":
+            return self.retry.secondary_wait
         if status == 429 or "rate limit" in message.lower():  # secondary, without a hint
-            return max(backoff, self.retry.secondary_wait)
-        return None  # a plain permission 403
+            return max(wait, self.retry.secondary_wait)
+        return None
 
 
 def _status(exc: Exception) -> int | None:
     code = getattr(exc, "status_code", None)
     return int(code) if code is not None else None
-
-
-def _outcome(error: GitHubError) -> str:
-    if error.retryable:
-        return "retryable_error"
-    return f"http_{error.status}" if error.status else "error"
 
 
 def _parse_time(value: str | None) -> float | None:

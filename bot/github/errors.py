@@ -7,9 +7,8 @@ catches GitHub's errors without knowing GitHub.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import forge
+from ..forge.calls import ErrorTree
 
 __all__ = ["Forbidden", "GitHubError", "NotAcceptable", "NotFound", "RateLimited",
            "Unauthorized", "Unavailable", "Unprocessable", "error_for"]
@@ -51,13 +50,6 @@ _BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: NotFound, 406: NotAcceptab
               422: Unprocessable}
 
 
-def error_for(message: str, *, status: int | None = None, retryable: bool = False,
-              **details: Any) -> GitHubError:
-    """The error class for an HTTP ``status`` (``GitHubError`` for the others)."""
-    if retryable and status in (403, 429):
-        cls: type[GitHubError] = RateLimited
-    elif retryable or (status is not None and status >= 500):
-        cls = Unavailable
-    else:
-        cls = _BY_STATUS.get(status, GitHubError)
-    return cls(message, status=status, retryable=retryable, **details)
+#: ``error_for(message, status=..., retryable=..., **details)``: the error for a status
+#: (``bot.forge.calls.ErrorTree``; ``GitHubError`` for the others)
+error_for = ErrorTree(GitHubError, _BY_STATUS, RateLimited, Unavailable).error_for

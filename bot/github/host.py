@@ -128,4 +128,7 @@ def _mount(app: Any, config: Any) -> GitHubService:
     return GitHubService(app, config)
 
 
-GITHUB = Host(name="github", settings=SETTINGS, read=read, mount=_mount, fields=dict)
+GITHUB = Host(name="github", settings=SETTINGS, read=read, mount=_mount, fields=dict,
+              title="GitHub", route="POST /webhook",
+              configured=lambda config: bool(config.app_id),
+              describe=lambda config: f"GitHub App {config.app_id} at {config.api_url}")

@@ -12,18 +12,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from tracker.intake import MAX_COMMENT
 
 from ..forge.appkeys import STATE, UNVERIFIED
+from ..forge.body import BodyRefused, parse_payload, still_arriving
+from ..forge.delivery import BadPayload, Route, field
 from ..forge.unverified import Refused
 from ..jobs.slash_commands import parse_command
 from ..observe import metrics
-from .body import MAX_BODY, BodyRefused, parse_payload, read_signed
 from .client import valid_full_name
+from .signature import read_signed
 
 log = logging.getLogger(__name__)
 
@@ -31,23 +32,6 @@ ROUND_ACTIONS = {"opened", "reopened", "ready_for_review", "synchronize"}
 EVENTS = {"ping", "installation", "installation_repositories", "pull_request",
           "pull_request_review", "pull_request_review_comment", "pull_request_review_thread",
           "issue_comment"}
-
-
-class BadPayload(ValueError):
-    """A delivery body that is JSON but not what its event promises."""
-
-
-@dataclass
-class Route:
-    """What a delivery asks of the bot: a job (``kind``) for one PR, or nothing."""
-
-    kind: str | None
-    repo: str | None = None
-    number: int | None = None
-    installation_id: int | None = None
-    head_sha: str | None = None
-    payload: dict = field(default_factory=dict)
-    reason: str = ""
 
 
 def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
@@ -58,29 +42,17 @@ def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
     return hmac.compare_digest(expected.encode(), header.strip().encode())
 
 
-def _get(payload: dict, dotted: str, kind: type | None = None):
-    """The field at ``dotted`` (e.g. ``pull_request.head.sha``), of type ``kind`` if given."""
-    value = payload
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise BadPayload(f"missing field {dotted!r}")
-        value = value[part]
-    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise BadPayload(f"{dotted!r} must be {'an object' if kind is dict else kind.__name__}")
-    return value
-
-
 def _pr_fields(payload: dict, number_path: str) -> tuple[str, int, int]:
     """Repository, PR number and installation id: an App cannot act on a PR without all three."""
     repo = _repo_name(payload)
-    number = _get(payload, number_path, int)
-    return repo, number, _get(payload, "installation.id", int)
+    number = field(payload, number_path, int)
+    return repo, number, field(payload, "installation.id", int)
 
 
 def _repo_name(payload: dict) -> str:
     """``repository.full_name``, refused unless it is an owner/name GitHub could have made: it
     goes into API URLs."""
-    repo = _get(payload, "repository.full_name", str)
+    repo = field(payload, "repository.full_name", str)
     if not valid_full_name(repo):
         raise BadPayload("repository.full_name must be owner/name in GitHub's characters")
     return repo
@@ -93,12 +65,12 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
     if event == "ping":
         return Route(None, reason="ping")
     if event == "installation" or event == "installation_repositories":
-        return Route("installation", installation_id=_get(payload, "installation.id", int),
+        return Route("installation", installation_id=field(payload, "installation.id", int),
                      payload={"action": action, "installation": payload["installation"],
                               "event": event})
     if event == "pull_request":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        head = _get(payload, "pull_request.head.sha", str)
+        head = field(payload, "pull_request.head.sha", str)
         if action in ROUND_ACTIONS:
             return Route("round", repo, number, inst, head, {"action": action})
         if action == "closed":
@@ -111,15 +83,15 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
         return Route(None, reason="the bot's own activity")
     if event == "pull_request_review_comment":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        comment = _capped(_get(payload, "comment", dict))
-        _get(payload, "comment.id", int)
+        comment = _capped(field(payload, "comment", dict))
+        field(payload, "comment.id", int)
         return Route("comment", repo, number, inst, None,
                      {"action": action, "kind": "review_comment", "comment": comment,
                       "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
     if event == "pull_request_review":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        review = _get(payload, "review", dict)
-        _get(payload, "review.id", int)
+        review = field(payload, "review", dict)
+        field(payload, "review.id", int)
         approved = str(review.get("state") or "").lower() == "approved"
         if action not in ("submitted", "edited") or not (
                 (review.get("body") or "").strip() or approved):
@@ -129,7 +101,7 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
                       "pr_author": (payload["pull_request"].get("user") or {}).get("login")})
     if event == "pull_request_review_thread":
         repo, number, inst = _pr_fields(payload, "pull_request.number")
-        thread = _get(payload, "thread", dict)
+        thread = field(payload, "thread", dict)
         if action not in ("resolved", "unresolved"):
             return Route(None, reason=f"thread {action} is not handled")
         return Route("thread", repo, number, inst, None,
@@ -138,12 +110,12 @@ def route(event: str, payload: dict, bot_logins: set[str]) -> Route:
                                       if isinstance(c, dict)],
                       "by": sender.get("login")})
     if event == "issue_comment":
-        issue = _get(payload, "issue", dict)
+        issue = field(payload, "issue", dict)
         if not issue.get("pull_request"):
             return Route(None, reason="a comment on an issue, not a pull request")
         repo, number, inst = _pr_fields(payload, "issue.number")
-        comment = _capped(_get(payload, "comment", dict))
-        _get(payload, "comment.id", int)
+        comment = _capped(field(payload, "comment", dict))
+        field(payload, "comment.id", int)
         pr_author = (issue.get("user") or {}).get("login")
         if action == "created" and parse_command(comment.get("body")):
             return Route("command", repo, number, inst, None,
@@ -169,8 +141,8 @@ def _rerequest(event: str, action: str | None, payload: dict) -> Route:
     if action != "rerequested":
         return Route(None, reason=f"{event} {action} is not handled")
     repo = _repo_name(payload)
-    inst = _get(payload, "installation.id", int)
-    head = _get(payload, f"{event}.head_sha", str)
+    inst = field(payload, "installation.id", int)
+    head = field(payload, f"{event}.head_sha", str)
     item = payload[event]
     numbers = [p["number"] for p in item.get("pull_requests") or []
                if isinstance(p, dict) and isinstance(p.get("number"), int)]
@@ -187,15 +159,13 @@ def _label(event: str) -> str:
 def _arriving(request: web.Request) -> bool:
     """Whether reading the body means waiting for it: a signed body not here yet, and not one
     ``read_signed`` refuses from its headers alone (compressed, too large)."""
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    return bool(request.headers.get("X-Hub-Signature-256")) and not request.content.is_eof() \
-        and encoding in ("", "identity") and (request.content_length or 0) <= MAX_BODY
+    return bool(request.headers.get("X-Hub-Signature-256")) and still_arriving(request)
 
 
 async def handle_webhook(request: web.Request) -> web.Response:
     state = request.app[STATE]
     event = request.headers.get("X-GitHub-Event", "")
-    try:  # bot.github.body: no inflating, a size cap and a deadline before the signature
+    try:  # bot.forge.body: no inflating, a size cap and a deadline before the signature
         if not _arriving(request):
             body = await read_signed(request, state.config.webhook_secret)
         else:  # still arriving: under the budget of unverified bodies (bot.forge.unverified)

@@ -4,8 +4,8 @@
 gidgetlab, with retries), ``errors`` (the typed tree), ``diffs`` (GitLab's diff entries and
 positions), ``ids`` (how MRs and notes are named in the shared ledger), ``forge``
 (``GitLabForge``), ``webhooks`` (``POST /gitlab/webhook``), ``jobs`` (GitLab's jobs before the
-host-neutral handlers), ``service`` (what the server mounts) and ``host`` (its entry in
-``bot.server.hosts``).
+host-neutral handlers), ``service`` (what the server mounts), ``startup`` (the instance and
+token checked before ``serve`` listens) and ``host`` (its entry in ``bot.server.hosts``).
 """
 
 from .client import GitLabClient, ProjectClient
@@ -16,4 +16,4 @@ from .settings import GitLabConfig
 
 __all__ = ["GITLAB_SETTINGS", "GitLabClient", "GitLabConfig", "GitLabForge", "GitLabService",
            "ProjectClient", "client", "diffs", "errors", "forge", "host", "ids", "jobs", "mount",
-           "service", "settings", "webhooks"]
+           "service", "settings", "startup", "webhooks"]

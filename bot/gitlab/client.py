@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,7 +25,7 @@ import aiohttp
 import gidgetlab
 from gidgetlab.aiohttp import GitLabAPI
 
-from ..github.client import RetryPolicy
+from ..forge.calls import RetryPolicy, backoff, hinted_wait, limited, with_retries
 from .errors import GitLabError, NotFound, RateLimited, Unavailable, error_for
 
 __all__ = ["GitLabClient", "ProjectClient", "RetryPolicy"]
@@ -122,70 +121,34 @@ class GitLabClient:
 
     async def _with_retries(self, method: str, url: str, call: Callable[[], Awaitable[Any]],
                             *, probe: Callable[[], Awaitable[Any]] | None = None) -> Any:
-        policy = self.retry
-        for attempt in range(1, policy.attempts + 1):
-            if attempt > 1 and probe is not None:
-                found = await probe()
-                if found is not None:
-                    log.info("GitLab call %s %s had been applied; not sent again", method, url)
-                    return found
-            try:
-                return await call()
-            except Exception as exc:  # classified below; anything unknown is re-raised
-                wait, error = self._classify(exc, method, url, attempt)
-                if wait is None or attempt == policy.attempts:
-                    level = logging.INFO if error.status == 404 else logging.WARNING
-                    log.log(level, "GitLab call failed: %s", error)
-                    raise error from exc
-                log.info("GitLab call %s %s failed (%s); retry %d in %.1fs", method, url,
-                         error.status or type(exc).__name__, attempt, wait)
-                await self.sleep(wait)
-        raise AssertionError("unreachable")
+        return await with_retries(
+            call, policy=self.retry, sleep=self.sleep, host="GitLab", method=method, url=url,
+            classify=lambda exc, attempt: self._classify(exc, method, url, attempt),
+            probe=probe)
 
     def _classify(self, exc: Exception, method: str, url: str,
                   attempt: int) -> tuple[float | None, GitLabError]:
-        policy = self.retry
-        backoff = min(policy.backoff * 2 ** (attempt - 1), policy.max_wait)
-        backoff *= 1 + random.random() * 0.1
+        wait = backoff(self.retry, attempt)
         if isinstance(exc, gidgetlab.GitLabBroken):
-            return backoff, Unavailable("GitLab is having trouble", status=_status(exc),
-                                        method=method, url=url, retryable=True)
+            return wait, Unavailable("GitLab is having trouble", status=_status(exc),
+                                     method=method, url=url, retryable=True)
         if isinstance(exc, gidgetlab.HTTPException):
             status = _status(exc)
             headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
             message = str(exc) or f"HTTP {status}"
-            limited = status == 429 or (status == 403 and (
-                isinstance(exc, gidgetlab.RateLimitExceeded)
-                or headers.get("ratelimit-remaining") == "0"))
-            if limited:
-                return self._limited(self._rate_limit_wait(headers, backoff), status=status,
-                                     method=method, url=url)
+            if status == 429 or (status == 403 and (
+                    isinstance(exc, gidgetlab.RateLimitExceeded)
+                    or headers.get("ratelimit-remaining") == "0")):
+                hinted = hinted_wait(headers, self.clock(), reset="ratelimit-reset")
+                return limited(self.retry, max(wait, self.retry.secondary_wait)
+                               if hinted is None else hinted, RateLimited, "rate limited",
+                               status=status, method=method, url=url)
             return None, error_for(message, status=status, method=method, url=url,
                                    errors=getattr(exc, "errors", None))
         if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError)):
-            return backoff, Unavailable(f"connection problem: {exc!r}", method=method, url=url,
-                                        retryable=True)
+            return wait, Unavailable(f"connection problem: {exc!r}", method=method, url=url,
+                                     retryable=True)
         raise exc
-
-    def _limited(self, wait: float, **details: Any) -> tuple[float | None, GitLabError]:
-        if wait > self.retry.max_wait:
-            error = RateLimited(f"rate limited for {wait:.0f}s", retryable=True, **details)
-            error.retry_after = wait
-            return None, error
-        return wait, RateLimited("rate limited", retryable=True, **details)
-
-    def _rate_limit_wait(self, headers: dict, backoff: float) -> float:
-        if "retry-after" in headers:
-            try:
-                return max(float(headers["retry-after"]), 0.0)
-            except ValueError:
-                pass
-        if "ratelimit-reset" in headers:
-            try:
-                return max(float(headers["ratelimit-reset"]) - self.clock(), 0.0) + 1.0
-            except ValueError:
-                pass
-        return max(backoff, self.retry.secondary_wait)
 
 
 def _status(exc: Exception) -> int | None:
@@ -227,8 +190,16 @@ class ProjectClient:
         return await self.client.pages(self._mr(iid, "/diffs"))
 
     async def compare(self, base: str, head: str) -> dict:
-        return await self.client.call("GET", self._url("/repository/compare"),
+        """The commits and diffs from ``base`` to ``head``; the last answer is kept, so the
+        round's diff and its commit messages cost one request."""
+        cached = getattr(self, "_compared", None)
+        if cached is not None and cached[0] == (base, head):
+            return cached[1]
+        data = await self.client.call("GET", self._url("/repository/compare"),
                                       params={"from": base, "to": head})
+        data = data if isinstance(data, dict) else {}
+        self._compared = ((base, head), data)
+        return data
 
     async def merge_base(self, a: str, b: str) -> str | None:
         try:

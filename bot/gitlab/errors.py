@@ -7,9 +7,8 @@ the diff) where GitHub says 422: both are ``Unprocessable`` here, the status kep
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import forge
+from ..forge.calls import ErrorTree
 
 __all__ = ["Forbidden", "GitLabError", "NotAcceptable", "NotFound", "RateLimited", "Unauthorized",
            "Unavailable", "Unprocessable", "error_for"]
@@ -51,12 +50,6 @@ _BY_STATUS = {400: Unprocessable, 401: Unauthorized, 403: Forbidden, 404: NotFou
               422: Unprocessable}
 
 
-def error_for(message: str, *, status: int | None = None, retryable: bool = False,
-              **details: Any) -> GitLabError:
-    if retryable and status in (403, 429):
-        cls: type[GitLabError] = RateLimited
-    elif retryable or (status is not None and status >= 500):
-        cls = Unavailable
-    else:
-        cls = _BY_STATUS.get(status, GitLabError)
-    return cls(message, status=status, retryable=retryable, **details)
+#: ``error_for(message, status=..., retryable=..., **details)``: the error for a status
+#: (``bot.forge.calls.ErrorTree``; ``GitLabError`` for the others)
+error_for = ErrorTree(GitLabError, _BY_STATUS, RateLimited, Unavailable).error_for

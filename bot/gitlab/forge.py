@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import re
 
+from tracker.discussion import first_lines
+
 from ..config.repo_settings import PATH as SETTINGS_PATH
 from ..forge import Comment, Forge, InlineComment, PullRequest, Thread
 from ..forge.confine import repo_path
@@ -101,6 +103,13 @@ class GitLabForge(Forge):
         if data.get("compare_timeout"):
             raise NotAcceptable("the comparison timed out on GitLab", status=406)
         return unified(data.get("diffs") or [])
+
+    async def commit_messages(self, base: str, head: str) -> list[str]:
+        if base == head:
+            return []
+        commits = (await self.project.compare(base, head)).get("commits") or []
+        return first_lines([str(c.get("message") or c.get("title") or "") for c in commits
+                            if isinstance(c, dict)])
 
     async def compare_status(self, base: str, head: str) -> str:
         if base == head:

@@ -1,7 +1,8 @@
 """The GitLab backend's entry in ``bot.server.hosts``: its settings and ``POST /gitlab/webhook``.
 
 GitLab is optional: it is configured when ``GITLAB_TOKEN`` is set (``settings.GitLabConfig``),
-and then mounted as ``service.GitLabService``, which owns the ``gitlab:`` repositories' jobs.
+and then mounted as ``service.GitLabService``, which owns the ``gitlab:`` repositories' jobs;
+``startup.check_gitlab`` asks the instance who the token is before the server listens.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from ..forge.host import Host
 from .service import GitLabService, mount
 from .settings import SETTINGS, GitLabConfig
+from .startup import check_gitlab
 
 __all__ = ["GITLAB"]
 
@@ -25,4 +27,7 @@ def _mount(app: Any, config: Any) -> GitLabService | None:
 
 
 GITLAB = Host(name="gitlab", settings=SETTINGS, read=_read, mount=_mount,
-              fields=lambda settings: {"gitlab": settings})
+              fields=lambda settings: {"gitlab": settings}, title="GitLab",
+              route="POST /gitlab/webhook",
+              configured=lambda config: config.gitlab is not None, check=check_gitlab,
+              describe=lambda config: f"GitLab at {config.gitlab.url}")

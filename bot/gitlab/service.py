@@ -4,7 +4,8 @@
 composition root (``bot.server.app``, through ``bot.gitlab.host``) asks for a job's forge
 (``owns``/``forge``) and for the worker pool's handler (``jobs``). At start-up it opens the
 client on the server's HTTP session and asks GitLab who the token is (its username marks the
-bot's own notes); GitLab being down then only delays that to the first job.
+bot's own notes); ``roundwise serve`` has checked the URL and token before (``startup``), so
+GitLab being down here only delays that to the first job.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import aiohttp
 from aiohttp import web
 
 from ..forge import ForgeError
-from ..github.client import RetryPolicy
+from ..forge.calls import RetryPolicy
 from ..jobs import Job
 from ..jobs.handlers import Handlers
 from .client import GitLabClient

@@ -6,7 +6,12 @@ byte of the body is read (missing or wrong → 401). GitLab's newer signing toke
 too: a hook with ``webhook-signature`` (Standard Webhooks: ``v1,<base64 HMAC-SHA256 of
 "{webhook-id}.{webhook-timestamp}.{body}">``, the timestamp within five minutes) is checked
 against ``GITLAB_WEBHOOK_SIGNING_TOKEN`` once its body is read; a wrong signature is a 401 even
-when the token matched. Bodies are bounded as on ``/webhook`` (no compression, 25 MB, 10 s).
+when the token matched. Bodies are bounded as on ``/webhook`` (no compression, 25 MB, 10 s,
+spooled to disk past 256 KB). A hook with the right token is authenticated before its body is
+read; one carrying a signature alone is not until the body is whole, so while it arrives it
+holds a slot of the same budget of unverified bodies as GitHub's (``bot.forge.unverified``:
+past 16 from one address 429, past 128 in all 503, at once), and a stale timestamp is refused
+before a byte is read.
 
 Merge Request hooks open rounds (``open``, ``reopen``, and ``update`` with ``oldrev``: a push)
 or close the MR; an ``update`` without a push reads the MR's discussions again (GitLab sends no
@@ -18,19 +23,18 @@ does nothing more. Everything lands in the same durable queue as GitHub's delive
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
 import logging
 import time
-from dataclasses import dataclass, field
 
-import aiohttp
 from aiohttp import web
 
-from ..forge.appkeys import STATE
-from ..github.body import MAX_BODY, READ_TIMEOUT, parse_payload
+from ..forge.appkeys import STATE, UNVERIFIED
+from ..forge.body import Authenticated, BodyRefused, parse_payload, read_verified, still_arriving
+from ..forge.delivery import BadPayload, Route, field
+from ..forge.unverified import Refused
 from ..observe import metrics
 from .ids import REPO_PREFIX, repo_key, valid_project_path
 
@@ -44,60 +48,55 @@ MAX_SKEW = 300  # seconds a signed hook's timestamp may be off (Standard Webhook
 ZERO = "0" * 40
 
 
-class BadPayload(ValueError):
-    """A hook body that is JSON but not what its event promises."""
+class StandardWebhookSignature:
+    """A Standard Webhooks ``webhook-signature`` (space-separated ``v1,<base64>``) over
+    ``{id}.{timestamp}.{body}`` with ``key``, checked as the body arrives."""
+
+    def __init__(self, key: bytes, msg_id: str, stamp: str, header: str):
+        self._mac = hmac.new(key, msg_id.encode() + b"." + stamp.encode() + b".",
+                             hashlib.sha256)
+        self._header = header
+
+    def update(self, chunk: bytes) -> None:
+        self._mac.update(chunk)
+
+    def matches(self) -> bool:
+        expected = base64.b64encode(self._mac.digest())
+        return any(hmac.compare_digest(expected, part.partition(",")[2].encode())
+                   for part in self._header.split() if part.startswith("v1,"))
 
 
-@dataclass
-class Route:
-    kind: str | None
-    repo: str | None = None
-    number: int | None = None
-    installation_id: int | None = None  # the project's numeric id
-    head_sha: str | None = None
-    payload: dict = field(default_factory=dict)
-    reason: str = ""
+def fresh(stamp: str, now: float) -> bool:
+    """Whether a signed hook's ``webhook-timestamp`` is within ``MAX_SKEW`` of ``now``."""
+    try:
+        return abs(now - int(stamp)) <= MAX_SKEW
+    except ValueError:
+        return False
 
 
 def verify_signature(key: bytes, body: bytes, msg_id: str, stamp: str, header: str,
                      now: float) -> bool:
-    """A Standard Webhooks ``webhook-signature`` (space-separated ``v1,<base64>``) over
-    ``{id}.{timestamp}.{body}`` with ``key``, its timestamp within ``MAX_SKEW`` of ``now``."""
-    try:
-        if abs(now - int(stamp)) > MAX_SKEW:
-            return False
-    except ValueError:
+    """A whole body's Standard Webhooks signature, its timestamp within ``MAX_SKEW``."""
+    if not fresh(stamp, now):
         return False
-    signed = msg_id.encode() + b"." + stamp.encode() + b"." + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest())
-    return any(hmac.compare_digest(expected, part.partition(",")[2].encode())
-               for part in header.split() if part.startswith("v1,"))
-
-
-def _get(payload: dict, dotted: str, kind: type | None = None):
-    value = payload
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise BadPayload(f"missing field {dotted!r}")
-        value = value[part]
-    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise BadPayload(f"{dotted!r} must be {'an object' if kind is dict else kind.__name__}")
-    return value
+    signature = StandardWebhookSignature(key, msg_id, stamp, header)
+    signature.update(body)
+    return signature.matches()
 
 
 def _project(payload: dict) -> tuple[str, int]:
-    path = _get(payload, "project.path_with_namespace", str)
+    path = field(payload, "project.path_with_namespace", str)
     if not valid_project_path(path):
         raise BadPayload("project.path_with_namespace must be a GitLab project path")
-    return repo_key(path), _get(payload, "project.id", int)
+    return repo_key(path), field(payload, "project.id", int)
 
 
 def route(event: str, payload: dict, bot_username: str | None) -> Route:
     """What a hook asks of the bot; raises BadPayload when required fields are missing."""
     if event == "Merge Request Hook":
         repo, project = _project(payload)
-        attrs = _get(payload, "object_attributes", dict)
-        iid = _get(payload, "object_attributes.iid", int)
+        attrs = field(payload, "object_attributes", dict)
+        iid = field(payload, "object_attributes.iid", int)
         action = attrs.get("action")
         head = (attrs.get("last_commit") or {}).get("id")
         if action in ("open", "reopen") or (action == "update" and attrs.get("oldrev")):
@@ -112,7 +111,7 @@ def route(event: str, payload: dict, bot_username: str | None) -> Route:
             return Route("gitlab_sync", repo, iid, project, None, {})
         return Route(None, reason=f"merge request {action} is not handled")
     if event == "Note Hook":
-        attrs = _get(payload, "object_attributes", dict)
+        attrs = field(payload, "object_attributes", dict)
         if attrs.get("noteable_type") != "MergeRequest":
             return Route(None, reason="a note on something other than a merge request")
         if attrs.get("system"):
@@ -121,15 +120,15 @@ def route(event: str, payload: dict, bot_username: str | None) -> Route:
         if bot_username and user == bot_username:
             return Route(None, reason="the bot's own note")
         repo, project = _project(payload)
-        iid = _get(payload, "merge_request.iid", int)
-        _get(payload, "object_attributes.id", int)
+        iid = field(payload, "merge_request.iid", int)
+        field(payload, "object_attributes.id", int)
         note = {k: attrs.get(k) for k in ("id", "note", "type", "discussion_id", "position",
                                           "action", "created_at", "updated_at")}
         return Route("gitlab_note", repo, iid, project, None,
                      {"note": note, "user": {"username": user}})
     if event == "Push Hook":
         repo, project = _project(payload)
-        ref, after = _get(payload, "ref", str), payload.get("after")
+        ref, after = field(payload, "ref", str), payload.get("after")
         if not ref.startswith("refs/heads/"):
             return Route(None, reason="a push that is not to a branch")
         if not isinstance(after, str) or after == ZERO:
@@ -149,34 +148,6 @@ def _refuse(event: str, outcome: str, status: int, error: str, **headers) -> web
     return web.json_response({"error": error}, status=status, headers=headers or None)
 
 
-async def _read(request: web.Request) -> bytes:
-    """The whole body, bounded; ``_Refused`` says why not."""
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        raise _Refused(415, f"compressed bodies ({encoding}) are not accepted")
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise _Refused(413, f"bodies over {MAX_BODY} bytes are not accepted")
-    chunks, size = [], 0
-    try:
-        async with asyncio.timeout(READ_TIMEOUT):
-            async for chunk in request.content.iter_chunked(64 * 1024):
-                size += len(chunk)
-                if size > MAX_BODY:
-                    raise _Refused(413, f"bodies over {MAX_BODY} bytes are not accepted")
-                chunks.append(chunk)
-    except TimeoutError:
-        raise _Refused(408, f"the body did not arrive within {READ_TIMEOUT:g}s") from None
-    except (ConnectionError, aiohttp.ClientError):
-        raise _Refused(400, "the body was cut off") from None
-    return b"".join(chunks)
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, reason: str):
-        super().__init__(reason)
-        self.status, self.reason = status, reason
-
-
 async def handle_gitlab_webhook(request: web.Request) -> web.Response:
     state = request.app[STATE]
     gitlab = request.app[GITLAB_APP]
@@ -189,13 +160,23 @@ async def handle_gitlab_webhook(request: web.Request) -> web.Response:
     signed = signature is not None and config.signing_key is not None
     if (token is not None and not token_ok) or not (token_ok or signed):
         return _refuse(event, "bad_signature", 401, "X-Gitlab-Token missing or wrong")
-    try:
-        body = await _read(request)
-    except _Refused as exc:
+    if signed and not fresh(request.headers.get("webhook-timestamp", ""), time.time()):
+        return _refuse(event, "bad_signature", 401, "webhook-signature missing or wrong")
+    check = StandardWebhookSignature(
+        config.signing_key, request.headers.get("webhook-id", ""),
+        request.headers.get("webhook-timestamp", ""), signature) if signed else Authenticated()
+    try:  # bot.forge.body: no inflating, a size cap and a deadline, as on /webhook
+        if token_ok or not still_arriving(request):
+            body = await read_verified(request, check)
+        else:  # a signature alone, its body still arriving: under the unverified budget
+            with request.app[UNVERIFIED].slot(request.remote, request.transport):
+                body = await read_verified(request, check)
+    except Refused as exc:
+        return _refuse(event, "refused", exc.status, exc.reason, Connection="close",
+                       **{"Retry-After": "1"})
+    except BodyRefused as exc:
         return _refuse(event, "refused", exc.status, exc.reason, Connection="close")
-    if signed and not verify_signature(
-            config.signing_key, body, request.headers.get("webhook-id", ""),
-            request.headers.get("webhook-timestamp", ""), signature, time.time()):
+    if body is None:
         return _refuse(event, "bad_signature", 401, "webhook-signature missing or wrong")
     delivery = (request.headers.get("Idempotency-Key") or
                 request.headers.get("X-Gitlab-Event-UUID") or
@@ -214,6 +195,7 @@ async def handle_gitlab_webhook(request: web.Request) -> web.Response:
         metrics.DELIVERIES.labels(event=_label(event), outcome="ignored").inc()
         return web.json_response({"ignored": target.reason})
     action = (payload.get("object_attributes") or {}).get("action")
+    del payload, body  # freed now, not held while the delivery waits for its batch's commit
     job_id = await state.queue.accept_soon(
         f"{REPO_PREFIX}{delivery}", event, action if isinstance(action, str) else None,
         target.kind, repo=target.repo, number=target.number,

@@ -175,7 +175,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None
     """
     from ..config.envfile import EnvFileError, load_env_file, readable_by_others
     from .logs import configure_logging
-    from .startup import startup_problems
+    from .startup import host_problems, startup_problems
 
     path = env_file or ".env"
     try:
@@ -193,7 +193,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None
         log.info("read %d setting(s) from %s", len(loaded), path)
         if readable_by_others(path):
             log.warning("%s holds secrets but others can read it: chmod 600 %s", path, path)
-    problems = startup_problems(config)
+    problems = startup_problems(config) or host_problems(config)
     if problems:
         print("roundwise cannot start:\n  - " + "\n  - ".join(problems), file=sys.stderr)
         return 2

@@ -3,7 +3,7 @@
 aiohttp's defaults suit a trusted network: request bodies are inflated as they arrive, an idle
 connection stays open for over an hour, and every connection is taken until the process runs out
 of file descriptors (then every request fails, with a traceback each). ``GuardedRunner`` is an
-``AppRunner`` that switches inflating off (``bot.github.body`` refuses compressed bodies),
+``AppRunner`` that switches inflating off (``bot.forge.body`` refuses compressed bodies),
 closes connections idle for ``IDLE_TIMEOUT`` seconds (also one that never sends a request),
 and keeps at most ``MAX_CONNECTIONS`` open: past that a new connection closes the oldest idle
 one (so idle sockets cannot lock GitHub out), or is refused when none is idle; either is logged

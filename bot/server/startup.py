@@ -4,7 +4,9 @@
 that the provider key a model needs is in the environment (litellm knows which variable each
 provider reads), that the model answers (``ROUNDWISE_CHECK_MODEL=1``), and that the ledger file
 can be created where ``ROUNDWISE_DB`` says (or, for a ``postgresql://`` URL, that its server
-answers). Each problem is one line saying how to fix it, so a
+answers); ``host_problems`` then asks each configured code host whether it answers and takes its
+credentials (``Host.check``: GitLab's instance and token), over the network, once the local
+checks pass. Each problem is one line saying how to fix it, so a
 mistake stops ``roundwise serve`` at start-up instead of failing the first round. It also says
 which version is running and writes the "ready" line.
 """
@@ -18,9 +20,10 @@ from ..config.env import Config
 from ..review.llm_config import LLMConfig
 from ..store.engines import POSTGRES, engine_of
 from ..store.queue_base import redact
+from . import hosts
 
-__all__ = ["check_ledger", "check_model", "probe_model", "project_url", "ready_line",
-           "startup_problems", "version"]
+__all__ = ["check_ledger", "check_model", "host_problems", "probe_model", "project_url",
+           "ready_line", "startup_problems", "version"]
 
 
 def version() -> str:
@@ -136,6 +139,14 @@ def startup_problems(config: Config) -> list[str]:
     return problems
 
 
+def host_problems(config: Config) -> list[str]:
+    """Each configured code host's start-up problems (``Host.check``: GitLab's instance
+    unreachable, its token refused), each as one line; asked over the network by ``serve``
+    once the local checks (``startup_problems``) pass."""
+    return [problem for host in hosts.HOSTS if host.configured(config)
+            for problem in host.check(config)]
+
+
 def ready_line(config: Config, host: str, port: int) -> str:
     """The line saying the server is up, where it listens, and with what."""
     shown = f"[{host}]" if ":" in host else host
@@ -143,5 +154,8 @@ def ready_line(config: Config, host: str, port: int) -> str:
     model = config.model or "none"
     if config.llm and config.llm.fallback_model:
         model += f" (fallback {config.llm.fallback_model})"
-    return (f"roundwise {version()} ready on http://{shown}:{port}: ledger {redact(config.db_path)}, "
-            f"{reviewer} reviewer, model {model}, {config.workers} worker(s)")
+    served = ", ".join(f"{host.describe(config)} ({host.route})" for host in hosts.HOSTS
+                       if host.configured(config))
+    return (f"roundwise {version()} ready on http://{shown}:{port}: {served}; ledger "
+            f"{redact(config.db_path)}, {reviewer} reviewer, model {model}, "
+            f"{config.workers} worker(s)")
