@@ -18,9 +18,10 @@ ground up:
 8. ``jobs``: the durable queue, its workers and what each kind of job does.
 9. ``github``, then ``gitlab``: the code-host backends, which plug into the port (GitLab still
    borrows GitHub's retry policy and webhook body reader).
-10. ``server``: the HTTP face and the composition root, with the list of backends
+10. ``dashboard``: the ledger in the browser for signed-in people (read-only).
+11. ``server``: the HTTP face and the composition root, with the list of backends
     (``bot.server.hosts``), which only the top layers read.
-11. ``cli``: the bot's ``roundwise`` subcommands.
+12. ``cli``: the bot's ``roundwise`` subcommands.
 
 Data flows the other way: ``server`` takes webhooks into ``jobs``, a job runs a ``round``
 through ``review`` over a ``forge`` (a backend), keeps its memory in ``store`` and shows the
@@ -30,8 +31,8 @@ result on the pull request (``pr``).
 #: the rooms from the ground up; a room imports only rooms of earlier layers
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("observe",), ("store",), ("forge",), ("review",), ("config",), ("pr",), ("round",),
-    ("jobs",), ("github",), ("gitlab",), ("server",), ("cli",),
+    ("jobs",), ("github",), ("gitlab",), ("dashboard",), ("server",), ("cli",),
 )
 
-__all__ = ["LAYERS", "cli", "config", "forge", "github", "gitlab", "jobs", "observe", "pr",
-           "review", "round", "server", "store"]
+__all__ = ["LAYERS", "cli", "config", "dashboard", "forge", "github", "gitlab", "jobs", "observe",
+           "pr", "review", "round", "server", "store"]

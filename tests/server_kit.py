@@ -276,9 +276,12 @@ def config_for(fake: FakeGitHub, db_path: Path, **overrides) -> Config:
 @asynccontextmanager
 async def running_bot(tmp_path: Path, *, start_workers: bool = True,
                       retry: RetryPolicy = FAST_RETRY, fake_options: dict | None = None,
-                      **config) -> AsyncIterator[Bot]:
-    """The fake GitHub and the real server on loopback, torn down afterwards."""
+                      dashboard=None, **config) -> AsyncIterator[Bot]:
+    """The fake GitHub and the real server on loopback, torn down afterwards. ``dashboard``:
+    a function of the fake giving the dashboard's settings (its GitHub is the fake's URL)."""
     async with FakeGitHub(APP_ID, app_keys()[1], **(fake_options or {})) as fake:
+        if dashboard is not None:
+            config["dashboard"] = dashboard(fake)
         cfg = config_for(fake, tmp_path / "ledger.db", **config)
         app = create_app(cfg, retry=retry, start_workers=start_workers, poll=0.05)
         runner = GuardedRunner(app, access_log=None)  # as ``roundwise serve`` runs it

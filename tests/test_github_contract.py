@@ -293,3 +293,38 @@ def test_every_client_endpoint_is_covered():
     covered = {shape(key.split(" ", 1)[1]) for key in ENDPOINTS}
     assert len(built) >= 14, built  # the 14 the client builds today
     assert built <= covered, built - covered
+
+
+async def _user_token(fake: FakeGitHub) -> str:
+    """A person's user access token, through the fake's OAuth web flow."""
+    import aiohttp
+
+    fake.oauth_app("Iv23liContract", "contract-secret")
+    fake.add_person("rita", {INST: None})
+    fake.signed_in = "rita"
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{fake.url}/login/oauth/authorize", allow_redirects=False,
+                            params={"client_id": "Iv23liContract", "state": "s",
+                                    "redirect_uri": "https://rw.example/cb"}) as resp:
+            code = resp.headers["Location"].split("code=")[1].split("&")[0]
+        async with http.post(f"{fake.url}/login/oauth/access_token",
+                             data={"client_id": "Iv23liContract",
+                                   "client_secret": "contract-secret", "code": code},
+                             headers={"Accept": "application/json"}) as resp:
+            return (await resp.json())["access_token"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_the_dashboards_user_calls_validate_against_githubs_schema(setup, version):
+    from githubkit import TokenAuthStrategy
+
+    fake, _app, _inst, _made = setup
+    person = GitHub(TokenAuthStrategy(await _user_token(fake)), base_url=fake.url + "/",
+                    http_cache=False, auto_retry=False, timeout=20)
+    rest = person.rest(version)
+    assert (await rest.users.async_get_authenticated()).parsed_data.login == "rita"
+    listed = (await rest.apps.async_list_installations_for_authenticated_user()).parsed_data
+    assert [i.id for i in listed.installations] == [INST] and listed.total_count == 1
+    repos = (await rest.apps.async_list_installation_repos_for_authenticated_user(INST)
+             ).parsed_data
+    assert [r.full_name for r in repos.repositories] == [REPO]

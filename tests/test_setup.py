@@ -70,6 +70,8 @@ async def test_setup_creates_the_app_and_serve_reads_what_it_wrote(tmp_path):
             assert manifest["hook_attributes"] == {"url": "https://bot.example.com/webhook",
                                                    "active": True}
             assert manifest["redirect_url"] == f"{setup.url}/redirect"
+            assert manifest["callback_urls"] == [
+                "https://bot.example.com/dashboard/oauth/callback"]  # the dashboard's sign-in
             assert "installation" not in manifest["default_events"]
             # a redirect with another state is refused and does not end the flow
             async with browser.get(f"{setup.url}/redirect?code=abc&state=forged") as resp:
@@ -88,7 +90,10 @@ async def test_setup_creates_the_app_and_serve_reads_what_it_wrote(tmp_path):
         assert values["GITHUB_APP_ID"] == str(fake.app_id) != str(APP_ID)
         assert values["GITHUB_PRIVATE_KEY"].startswith("-----BEGIN RSA PRIVATE KEY-----\n")
         assert values["ROUNDWISE_BOT_LOGIN"] == "roundwise[bot]"
-        for secret in (values["GITHUB_WEBHOOK_SECRET"], values["GITHUB_PRIVATE_KEY"][40:80]):
+        assert values["GITHUB_CLIENT_ID"] == fake.client_id
+        assert values["ROUNDWISE_PUBLIC_URL"] == "https://bot.example.com"
+        for secret in (values["GITHUB_WEBHOOK_SECRET"], values["GITHUB_PRIVATE_KEY"][40:80],
+                       values["GITHUB_CLIENT_SECRET"]):
             assert secret not in out and secret not in err  # never printed
         conversions = [r for r in fake.requests if r.path.startswith("/app-manifests/")]
         assert len(conversions) == 1 and conversions[0].method == "POST"
@@ -97,6 +102,7 @@ async def test_setup_creates_the_app_and_serve_reads_what_it_wrote(tmp_path):
         load_env_file(env_file, environ)
         config = load_config(environ)
         assert config.api_url == fake.url
+        assert config.dashboard.github_sign_in  # people can sign in to the dashboard
         async with aiohttp.ClientSession() as session:
             app = GitHubApp(session, config.app_id, config.private_key, config.api_url)
             async with session.get(f"{fake.url}/app", headers={

@@ -13,7 +13,8 @@ fake never sends webhooks; ``bench.replay.payloads`` builds them from its state.
 
 The package: ``state`` (records, setup, JSON shapes), ``rest`` (HTTP, auth, REST handlers),
 ``graphql`` (the GraphQL subset), ``checks`` (check runs), ``history`` (PR history for
-``bench mine``) and ``manifests`` (the App-manifest flow); ``FakeGitHub`` joins them.
+``bench mine``), ``manifests`` (the App-manifest flow) and ``oauth`` (the OAuth web flow and the
+user-token calls the dashboard's sign-in makes); ``FakeGitHub`` joins them.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from .checks import ChecksApi
 from .graphql import GraphQLApi, GraphQLSyntaxError, parse_graphql, validate_graphql
 from .history import HistoryApi
 from .manifests import ManifestApi
+from .oauth import OAuthApi
 from .rest import RestApi
 from .state import ApiError, FakeState, RecordedRequest, basic_error
 
 __all__ = ["ApiError", "FakeGitHub", "GraphQLSyntaxError", "RecordedRequest", "basic_error",
-           "graphql", "history", "manifests", "parse_graphql", "rest", "state",
+           "graphql", "history", "manifests", "oauth", "parse_graphql", "rest", "state",
            "validate_graphql"]
 
 
-class FakeGitHub(ChecksApi, HistoryApi, RestApi, GraphQLApi, ManifestApi, FakeState):
+class FakeGitHub(ChecksApi, HistoryApi, OAuthApi, RestApi, GraphQLApi, ManifestApi, FakeState):
     """In-memory GitHub serving the REST and GraphQL calls the bot makes, over real HTTP.
 
     ``app_id`` and the App's RSA public key PEM verify App JWTs. ``token_ttl`` sets how long

@@ -101,10 +101,13 @@ class ManifestApi:
         name = manifest.get("name") or "roundwise"
         slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
         client_id = "Iv23li" + secrets.token_hex(7)
+        client_secret = secrets.token_hex(20)
         # from now on the fake is this App (GitHub knows the new App's key and id)
         self._public_key = key.public_key()
         self.app_id, self.app_slug, self.client_id = app_id, slug, client_id
         self.__dict__["_manifest_apps"].append(app_id)
+        if hasattr(self, "oauth_app"):  # the new App's OAuth client (``oauth``)
+            self.oauth_app(client_id, client_secret)
         now = _stamp(self._now())
         hook = manifest.get("hook_attributes") or {}
         owner = pending["owner"]
@@ -125,7 +128,7 @@ class ManifestApi:
             "permissions": {"metadata": "read", **(manifest.get("default_permissions") or {})},
             "events": list(manifest.get("default_events") or []),
             "installations_count": 0,
-            "client_secret": secrets.token_hex(20),
+            "client_secret": client_secret,
             "webhook_secret": secrets.token_hex(20) if hook.get("active", True) else None,
             "pem": pem,
         }

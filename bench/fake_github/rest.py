@@ -59,7 +59,7 @@ class _Route(NamedTuple):
     method: str
     pattern: re.Pattern[str]
     handler: str
-    auth: str  # "jwt", "token", "graphql" or "none"
+    auth: str  # "jwt", "token", "graphql", "user" (a user access token), "none" or "web"
 
 
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
@@ -96,6 +96,13 @@ _ROUTES = [
         ("POST", r"/settings/apps/new", "manifest_form", "none"),
         ("POST", r"/organizations/(?P<org>[^/]+)/settings/apps/new", "manifest_form", "none"),
         ("POST", r"/app-manifests/(?P<code>[^/]+)/conversions", "manifest_conversion", "none"),
+        # the OAuth web flow (``oauth``): two web endpoints, then calls with a user token
+        ("GET", r"/login/oauth/authorize", "oauth_authorize", "web"),
+        ("POST", r"/login/oauth/access_token", "oauth_access_token", "web"),
+        ("GET", r"/user", "user", "user"),
+        ("GET", r"/user/installations", "user_installations", "user"),
+        ("GET", r"/user/installations/(?P<installation_id>\d+)/repositories",
+         "user_installation_repos", "user"),
     ]
 ]
 
@@ -388,13 +395,16 @@ class RestApi:
         token = None
         if route.auth == "jwt":
             self._check_jwt(request)
-        elif route.auth == "none":
+        elif route.auth in ("none", "web"):
             pass
+        elif route.auth == "user":  # a person's user access token (``oauth``)
+            params = {**params, "user_login": self._check_user_token(request)}
         else:
             docs = "https://docs.github.com/graphql" if route.auth == "graphql" else DOCS
             token = self._check_token(request, docs)
-        self._charge(request, "graphql" if route.auth == "graphql" else "core")
-        if not parsed and route.auth != "none":
+        if route.auth != "web":  # github.com's pages are not API calls
+            self._charge(request, "graphql" if route.auth == "graphql" else "core")
+        if not parsed and route.auth not in ("none", "web"):
             raise ApiError(400, basic_error(400, "Problems parsing JSON"))
         call = _Call(request, params, body, token)
         if "owner" in params:

@@ -14,11 +14,13 @@ the pipeline's helpers (``bench.replay.payloads``, ``bench.replay.github``,
 - ``queue`` (with ``queue_fill``, the backlog, and ``queue_drain``, the burst drain): job claim
   latency by backlog size;
 - ``replay``: the bench's own replay overhead per round with an instant scripted model;
-- ``prompt_tokens``: prompt tokens per round of the LLM path against a stateless prompt.
+- ``prompt_tokens``: prompt tokens per round of the LLM path against a stateless prompt;
+- ``dashboard_pages``: the dashboard's three pages on a big ledger against a bare query
+  returning the rows each shows.
 
 Adding one: a module here with a ``main(argv)``, its name in ``__all__`` below, and a line in the
 benchmarks' list in ``docs/reference.md``.
 """
 
-__all__ = ["ack", "bigdiff", "ledger", "load_webhooks", "prompt_tokens", "queue", "queue_drain",
-           "queue_fill", "replay"]
+__all__ = ["ack", "bigdiff", "dashboard_pages", "ledger", "load_webhooks", "prompt_tokens",
+           "queue", "queue_drain", "queue_fill", "replay"]

@@ -1,18 +1,20 @@
 """The bot's subcommands of ``roundwise``: ``serve`` (the GitHub App), ``setup`` (create the App),
-``review`` (local git), ``stats`` and ``db`` (the store's upkeep).
+``review`` (local git), ``stats``, ``db`` (the store's upkeep) and ``dashboard`` (the ledger in the
+browser, read-only).
 
 ``add_commands`` registers them; each lives in its own module, imported only when the parser is
 built: ``setup``, ``local`` (``roundwise review``, with its outputs ``textreport``, ``sarif`` and
-``fixpatch``; ``printable`` escapes what a terminal would obey), ``stats`` and ``db``; ``serve`` is ``bot.server.app.serve``. ``roundwise.cli``
-composes these with the bench's; this package knows nothing of the bench.
+``fixpatch``; ``printable`` escapes what a terminal would obey), ``stats``, ``db`` and
+``dashboard``; ``serve`` is ``bot.server.app.serve``. ``roundwise.cli`` composes these with
+the bench's; this package knows nothing of the bench.
 """
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_commands", "db", "fixpatch", "local", "printable", "sarif", "setup", "stats",
-           "textreport"]
+__all__ = ["add_commands", "dashboard", "db", "fixpatch", "local", "printable", "sarif", "setup",
+           "stats", "textreport"]
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +49,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from .db import add_commands as add_db
 
     add_db(sub)
+
+    from .dashboard import add_command as add_dashboard
+
+    add_dashboard(sub)
 
 
 def cmd_serve(args) -> int:

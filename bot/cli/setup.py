@@ -4,8 +4,9 @@ GitHub registers an App from a manifest only when a signed-in person's browser P
 form, so this serves a page on 127.0.0.1 whose button posts ``app.yml`` (turned into JSON, with
 the public URL given on the command line) to GitHub's "new App from manifest" page for a user or
 an organisation. GitHub then redirects the browser back to this page with a temporary ``code``,
-which is exchanged (``POST /app-manifests/{code}/conversions``) for the App's id, webhook secret
-and private key; those are written to a ``.env`` file (mode 0600) that ``roundwise serve``
+which is exchanged (``POST /app-manifests/{code}/conversions``) for the App's id, webhook secret,
+private key and OAuth client (the dashboard's GitHub sign-in); those and the public URL are
+written to a ``.env`` file (mode 0600) that ``roundwise serve``
 reads. A random ``state`` ties the redirect to the page that started it. Secrets are never
 printed or logged.
 """
@@ -75,6 +76,8 @@ def build_manifest(base: dict[str, Any], public_url: str, redirect_url: str,
     manifest["url"] = public_url
     manifest["hook_attributes"] = {"url": f"{public_url}/webhook", "active": True}
     manifest["redirect_url"] = redirect_url
+    # people sign in to the dashboard with the App's OAuth client (bot.dashboard.oauth)
+    manifest["callback_urls"] = [f"{public_url}/dashboard/oauth/callback"]
     return manifest
 
 
@@ -172,6 +175,10 @@ sends you back here; the App's id, webhook secret and private key are then writt
                   body["webhook_secret"], "GITHUB_PRIVATE_KEY": body["pem"]}
         if body.get("slug"):
             values["ROUNDWISE_BOT_LOGIN"] = f"{body['slug']}[bot]"
+        if body.get("client_id") and body.get("client_secret"):  # the dashboard's sign-in
+            values["GITHUB_CLIENT_ID"] = body["client_id"]
+            values["GITHUB_CLIENT_SECRET"] = body["client_secret"]
+        values["ROUNDWISE_PUBLIC_URL"] = self.public_url.rstrip("/")
         if self.api_url != DEFAULT_API_URL:
             values["GITHUB_API_URL"] = self.api_url
         write_env(self.env_path, values,

@@ -4,11 +4,11 @@
 code-host backends' settings, which ``bot.server.hosts`` hands in, it is the settings
 table), ``envfile`` (the ``.env`` file ``roundwise setup`` writes and
 ``roundwise serve`` reads), ``repo_settings`` (per-repository settings from
-``.github/roundwise.yml`` on the default branch) and ``bounds`` (how much of a pull request one
-round reviews).
+``.github/roundwise.yml`` on the default branch), ``bounds`` (how much of a pull request one
+round reviews) and ``dashboard`` (who may sign in to the dashboard, the public URL).
 
 Nothing is imported here: ``env`` reads the engine's and the ledger's settings, and the round
 that needs only ``bounds`` or ``repo_settings`` must not import them through this package.
 """
 
-__all__ = ["bounds", "env", "envfile", "repo_settings"]
+__all__ = ["bounds", "dashboard", "env", "envfile", "repo_settings"]

@@ -22,6 +22,8 @@ from ..review.llm_config import LLM_SETTINGS, LLMConfig
 from ..review.prompt_context import CONTEXT_SETTINGS
 from ..store.queue_base import sqlite_path
 from .bounds import ReviewLimits
+from .dashboard import SETTINGS as DASHBOARD_SETTINGS
+from .dashboard import DashboardConfig, DashboardError
 
 __all__ = ["DEFAULT_API_URL", "OWN_SETTINGS", "Config", "ConfigError", "config_fields",
            "read_config", "read_forges", "settings_of"]
@@ -57,6 +59,7 @@ OWN_SETTINGS: dict[str, tuple[str, str]] = {
                      "unset"),
     "ROUNDWISE_CHECK_MODEL": ("at start-up, make one tiny call to the model (1 = on)", "0"),
     "ROUNDWISE_LOG_FORMAT": ("server log lines: text, or json (one object a line)", "text"),
+    **DASHBOARD_SETTINGS,  # the dashboard under /dashboard (bot.config.dashboard)
 }
 
 
@@ -108,6 +111,8 @@ class Config:
     job_lease: float = 600.0  # seconds; a dead replica's jobs are taken over after it
     gitlab: Any = None  # bot.gitlab.settings.GitLabConfig; None: no GitLab
     review_limits: ReviewLimits = field(default_factory=ReviewLimits)  # bot.config.bounds
+    #: who may sign in to the dashboard, and the public URL (bot.config.dashboard)
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     #: every code-host backend's settings by name, as ``read_forges`` read them
     forges: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -216,6 +221,12 @@ def read_config(env: Mapping[str, str] | None, hosts: Sequence[Host]) -> Config:
     except TargetError as exc:
         problems.append(f"ROUNDWISE_DB: {exc}")
 
+    dashboard = DashboardConfig()
+    try:
+        dashboard = DashboardConfig.from_env(env)
+    except DashboardError as exc:
+        problems.append(str(exc))
+
     llm = None
     try:
         llm = LLMConfig.from_env(env)
@@ -237,5 +248,6 @@ def read_config(env: Mapping[str, str] | None, hosts: Sequence[Host]) -> Config:
         retention_days=keep_days,
         job_lease=job_lease,
         review_limits=ReviewLimits(**limits),
+        dashboard=dashboard,
         forges=forges,
     )

@@ -223,16 +223,19 @@ def external_id(pr_id: int, number: int) -> str:
 
 
 async def start(forge: Forge, store: LedgerStore, pr_id: int, number: int, head: str,
-                *, resumed: bool = False) -> int | None:
+                *, resumed: bool = False, details_url: str | None = None) -> int | None:
     """Mark round ``number``'s check ``in_progress`` (creating it the first time); its id.
     ``resumed``: the round ran before (a crash may have come between creating its check run
-    and recording its id), so the run is looked for on GitHub before one is created."""
+    and recording its id), so the run is looked for on GitHub before one is created.
+    ``details_url``: where the check's Details link goes (the PR's dashboard page)."""
     row = await _round(store, pr_id, number)
     # the run's own id, so a create whose answer was lost is found, not made twice
     fields = {"name": NAME, "status": "in_progress", "started_at": _now(),
               "external_id": external_id(pr_id, number),
               "output": {"title": "Reviewing…",
                          "summary": f"roundwise is reviewing `{head[:7]}` (round {number})."}}
+    if details_url:
+        fields["details_url"] = details_url
     try:
         known = row.get("check_run_id") if row else None
         if known is None and resumed:

@@ -42,7 +42,7 @@ class RoundRunner:
     def __init__(self, ledger: LedgerStore, forge_for: Callable[[Job], Forge], engine: Engine,
                  serializer: PRSerializer, *, bot_login: str, bot_logins: set[str],
                  review_drafts: bool = False, limits: ReviewLimits = DEFAULT_LIMITS,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, public_url: str | None = None):
         self.ledger = ledger
         self.bot_login = bot_login
         self.forge_for = forge_for
@@ -52,6 +52,13 @@ class RoundRunner:
         self.review_drafts = review_drafts
         self.limits = limits
         self.clock = clock
+        self.public_url = public_url  # ROUNDWISE_PUBLIC_URL: the check's Details link
+
+    def details_url(self, pr: dict) -> str | None:
+        """The pull request's dashboard page, when people can reach this server."""
+        if not self.public_url:
+            return None
+        return f"{self.public_url}/dashboard/repo/{pr['repo']}/pull/{pr['number']}"
 
     def forge(self, job: Job) -> Forge:
         """The forge (repository on the host) the job's pull request lives on."""
@@ -82,7 +89,7 @@ class RoundRunner:
             comments = await self._reactions(forge, pr)
             number = rnd["number"]
             await checks.start(forge, self.ledger, pr["id"], number, pull.head_sha,
-                               resumed=resumed)
+                               resumed=resumed, details_url=self.details_url(pr))
             try:
                 saved = await db(ledger.plan, pr["id"], number)
                 if saved is None:

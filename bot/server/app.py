@@ -3,7 +3,8 @@
 ``create_app(config)`` builds the app: each configured code-host backend's webhook route
 (``bot.server.hosts``: ``POST /webhook`` for the GitHub App, ``POST /gitlab/webhook`` with
 GitLab configured), ``GET /healthz``
-and ``GET /metrics``, and a small ``GET /`` page with ``GET /docs`` (``bot.server.home``). It opens
+and ``GET /metrics``, a small ``GET /`` page with ``GET /docs`` (``bot.server.home``) and the
+dashboard under ``/dashboard`` (``bot.dashboard``, ``mount_dashboard``). It opens
 the ledger and the queue through ``bot.store`` (one SQLite file, locked to this server, or a
 PostgreSQL database that replicas share); on start-up it re-queues jobs a crash interrupted
 (on PostgreSQL: those whose lease ran out) and starts the worker pool; on shutdown
@@ -91,10 +92,42 @@ def serializer(queue: JobQueue) -> PRSerializer:
     return PRSerializer(queue.store)
 
 
+def counters() -> dict[str, int]:
+    """What the dashboard's health shows of this process's metrics: jobs, model calls and
+    GitHub calls by outcome (``bot.observe.metrics``)."""
+    out: dict[str, int] = {}
+    for collector, label in ((metrics.JOBS, "outcome"), (metrics.GITHUB_CALLS, "outcome"),
+                             (metrics.LLM_FAILURES, "error")):
+        for family in collector.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    key = f"{family.name.removeprefix('roundwise_')}: {sample.labels.get(label)}"
+                    out[key] = out.get(key, 0) + int(sample.value)
+    for family in metrics.LLM_TOKENS.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                out[f"llm tokens: {sample.labels.get('kind')}"] = int(sample.value)
+    return dict(sorted(out.items()))
+
+
+def mount_dashboard(app: web.Application, config: Config, listen_host: str) -> None:
+    """``/dashboard`` (``bot.dashboard``), unless no one could sign in to it on
+    ``listen_host`` (then one warning line, and the rest of the server as ever)."""
+    from ..dashboard.routes import mount
+
+    problem = config.dashboard.problem_on(listen_host)
+    if problem:
+        log.warning("not serving /dashboard: %s", problem)
+        return
+    gitlab_url = config.gitlab.url if config.gitlab else "https://gitlab.com"
+    mount(app, config.dashboard, config.db_path, gitlab_url=gitlab_url, metrics=counters)
+
+
 def create_app(config: Config, *, engine: Engine | None = None,
                retry: RetryPolicy | None = None, start_workers: bool = True,
-               poll: float = 0.5) -> web.Application:
-    """The server for ``config``. ``engine`` and ``retry`` may be given (tests, the bench)."""
+               poll: float = 0.5, listen_host: str = "127.0.0.1") -> web.Application:
+    """The server for ``config``. ``engine`` and ``retry`` may be given (tests, the bench);
+    ``listen_host`` is where it listens, which decides whether an open dashboard is served."""
     from .home import docs, home
 
     app = web.Application(client_max_size=MAX_BODY)
@@ -135,7 +168,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
         runner = RoundRunner(ledger, forge_for, engine or build_engine(config),
                              serializer(state.queue), bot_login=config.bot_login,
                              bot_logins=config.bot_logins, review_drafts=config.review_drafts,
-                             limits=config.review_limits)
+                             limits=config.review_limits,
+                             public_url=config.dashboard.public_url)
         handlers = Handlers(ledger, state.queue, runner,
                             bot_logins=config.bot_logins)
         handle = handlers.handle
@@ -165,6 +199,8 @@ def create_app(config: Config, *, engine: Engine | None = None,
 
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
+    # after the server's own start and stop: the workers stop before anything else yields
+    mount_dashboard(app, config, listen_host)
     return app
 
 
@@ -212,7 +248,8 @@ async def _run(config: Config, host: str, port: int) -> int:
     from .serving import GuardedRunner
     from .startup import ready_line
 
-    runner = GuardedRunner(create_app(config))  # bot.server.serving: connection limits
+    # bot.server.serving: connection limits
+    runner = GuardedRunner(create_app(config, listen_host=host))
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

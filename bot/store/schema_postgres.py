@@ -158,4 +158,10 @@ LEDGER_MIGRATIONS: list[tuple[str, str]] = [
             (case when repo like 'gitlab:%' then 'gitlab' else 'github' end) stored;
         create index pull_requests_host on pull_requests (host, repo, number);
     """),
+    # The dashboard's lists (bot/store/ledger_reads.py): a repository's pull requests by last
+    # activity, and defects counted per PR and state. Self-contained: renumber freely.
+    ("ledger_004_dashboard", """
+        create index pull_requests_activity on pull_requests (repo, updated_at);
+        create index defects_state on defects (pr_id, state);
+    """),
 ]

@@ -255,3 +255,12 @@ def m009_pull_request_host(db: Database) -> None:
     db.execute("alter table pull_requests add column host text generated always as "
                "(case when repo like 'gitlab:%' then 'gitlab' else 'github' end) virtual")
     db.execute("create index pull_requests_host on pull_requests (host, repo, number)")
+
+
+@migrations()
+def m010_dashboard(db: Database) -> None:
+    # The dashboard's lists (bot/store/ledger_reads.py): a repository's pull requests by last
+    # activity, and defects counted per PR and state. Self-contained: renumber freely.
+    db.execute("create index if not exists pull_requests_activity on pull_requests "
+               "(repo, updated_at)")
+    db.execute("create index if not exists defects_state on defects (pr_id, state)")
