@@ -327,3 +327,27 @@ def test_the_dashboard_command_refuses_a_file_that_is_no_ledger(tmp_path, monkey
     (tmp_path / "notes.db").write_text("not a database")
     assert main(["dashboard", "--db", str(tmp_path / "notes.db")]) == 2
     assert "the ledger cannot be read (DatabaseError" in capsys.readouterr().err
+
+
+async def test_the_repository_page_shows_the_confidence_people_s_verdicts_give(tmp_path):
+    from bot.dashboard.views import confidence_rows
+    from tracker import calibration
+
+    async with ledger_of_two(tmp_path) as bot:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        status, text = await get(bot, f"/dashboard/repo/{REPO}", **auth)
+        assert "Confidence here" not in text  # nothing judged yet
+        pr = bot.ledger.find_pull_request(REPO, NUMBER)
+        [row] = [h for h in bot.ledger.history(pr["id"], "D1") if h["round"] == 2]
+        d1 = bot.ledger.defect(pr["id"], "D1")
+        bot.ledger.replace_verdicts(pr["id"], [
+            {"pr_id": pr["id"], "defect_id": d1.id, "defect_key": "D1", "round": 2,
+             "kind": "state", "transition": f"New→{row['state']}", "rule": row["rule"],
+             "verdict": "contradicted", "signal": "thread unresolved", "signal_round": 2,
+             "by": "rita", "evidence": "", "decided_at": row["at"], "at": row["at"]}] * 3)
+        status, text = await get(bot, f"/dashboard/repo/{REPO}", **auth)
+        assert status == 200 and "Confidence here" in text
+        [shown] = confidence_rows([{"rule": row["rule"], "confirmed": 0, "contradicted": 3}])
+        table = calibration.current()
+        assert shown["here"] < shown["development"] == table.rule_rate(row["rule"])
+        assert f"{shown['here'] * 100:.0f}%" in text and f"<code>{row['rule']}</code>" in text

@@ -41,6 +41,14 @@ def seeded(request, tmp_path):
                             [], [], head_sha="h2")
         ledger.finish_round(pr, 2, findings=0)
     ledger.update_pull_request(ledger.find_pull_request("o/one", 2)["id"], status="merged")
+    one = ledger.find_pull_request("o/one", 1)["id"]
+    d1 = ledger.defect(one, "D1")
+    ledger.replace_verdicts(one, [
+        {"pr_id": one, "defect_id": d1.id, "defect_key": "D1", "round": 2, "kind": "state",
+         "transition": "Open→Resolved", "rule": "anchor-modified", "verdict": verdict,
+         "signal": "thread unresolved", "signal_round": 3, "by": "rita", "evidence": "",
+         "decided_at": "2026-11-30T10:00:00.000+00:00", "at": "2026-11-30T10:00:00.000+00:00"}
+        for verdict in ("contradicted", "contradicted", "confirmed")])
     reader = LedgerReader(target, schema=schema)
     yield reader, request.param
     reader.close()
@@ -97,3 +105,15 @@ def test_the_reader_cannot_write(seeded):
     with pytest.raises((sqlite3.OperationalError, psycopg.Error)):
         reader.rows("update pull_requests set title = %s", ["changed"])
     assert {p["title"] for p in reader.pull_requests("o/one")} == {"PR 1", "PR 2"}
+
+
+def test_people_s_verdicts_per_rule_and_by_day(seeded):
+    reader, _ = seeded
+    assert [dict(r) for r in reader.rule_verdicts("o/one")] == [
+        {"rule": "anchor-modified", "confirmed": 1, "contradicted": 2}]
+    assert reader.rule_verdicts("o/two") == []
+    assert sorted((r["day"], r["kind"], r["what"], r["verdict"], r["n"])
+                  for r in reader.verdicts_by_day(["o/one"])) == [
+        ("2026-11-30", "state", "Open→Resolved", "confirmed", 1),
+        ("2026-11-30", "state", "Open→Resolved", "contradicted", 2)]
+    assert reader.verdicts_by_day(["o/one"], since="2026-12-01") == []

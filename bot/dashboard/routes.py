@@ -236,7 +236,7 @@ async def repository(request: web.Request, who: Viewer) -> web.Response:
             return {"prs": None}
         return {"prs": prs, "verdicts": reader.verdicts_by_day([repo]),
                 "convergence": reader.findings_by_round(repo),
-                "learnings": reader.learnings(repo)}
+                "learnings": reader.learnings(repo), "rules": reader.rule_verdicts(repo)}
 
     data = await dash.read(load)
     if data["prs"] is None:
@@ -254,7 +254,8 @@ async def repository(request: web.Request, who: Viewer) -> web.Response:
             "Findings posted per round", [f"R{r['number']}" for r in convergence],
             [r["findings"] / r["rounds"] if r["rounds"] else 0 for r in convergence],
             " per PR"),
-        learnings=data["learnings"], statuses=STATUSES)
+        learnings=data["learnings"], confidence=views.confidence_rows(data["rules"]),
+        statuses=STATUSES)
 
 
 @guarded

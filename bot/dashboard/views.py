@@ -17,7 +17,7 @@ from datetime import date
 
 from tracker.calibration import SURE
 
-__all__ = ["Cell", "Rates", "TimelineRow", "rates", "thread_url", "timeline", "week_of",
+__all__ = ["Cell", "Rates", "TimelineRow", "confidence_rows", "rates", "thread_url", "timeline", "week_of",
            "weekly"]
 
 GITLAB_NOTE_BASE = 1 << 52  # bot.gitlab.ids.NOTE_BASE: GitLab note ids are kept above it
@@ -43,6 +43,24 @@ class Rates:
     def contradiction(self) -> float | None:
         judged = self.confirmed + self.contradicted
         return self.contradicted / judged if judged else None
+
+
+def confidence_rows(verdicts: list[dict]) -> list[dict]:
+    """The per-repository confidence table (as ``roundwise stats`` shows it): per rule people
+    judged here, the chance a decision by it is right on the development tasks, the record
+    here, and the development rate updated with that record (``tracker.calibration``)."""
+    from tracker import calibration
+
+    record = {row["rule"]: (int(row["confirmed"] or 0),
+                            int(row["confirmed"] or 0) + int(row["contradicted"] or 0))
+              for row in verdicts}
+    if not record:
+        return []
+    table = calibration.current()
+    here = table.for_repository(record)
+    return [{"rule": rule, "development": table.rule_rate(rule), "confirmed": right,
+             "judged": n, "here": here.rule_rate(rule)}
+            for rule, (right, n) in sorted(record.items())]
 
 
 def week_of(day: str) -> str:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracker.ledger_base import RULE_VERDICTS, like_prefix
+
 from .engines import engine_of
 from .queue_base import split_schema, sqlite_path
 
@@ -233,6 +235,11 @@ class LedgerReader:
             "select r.number, count(*) as rounds, sum(coalesce(r.findings, 0)) as findings "
             "from rounds r join pull_requests p on p.id = r.pr_id where p.repo = %s "
             "and r.status = 'complete' group by r.number order by r.number", [repo])
+
+    def rule_verdicts(self, repo: str) -> list[dict]:
+        """Per rule, people's verdicts on the bot's state decisions in ``repo`` (the same
+        statement as the stores', ``tracker.ledger_base.RULE_VERDICTS``)."""
+        return self.rows(RULE_VERDICTS, [repo, like_prefix(repo)])
 
     def learnings(self, repo: str) -> list[dict]:
         return self.rows("select kind, dismissed, judged, muted, muted_at, updated_at "
