@@ -117,3 +117,32 @@ def test_people_s_verdicts_per_rule_and_by_day(seeded):
         ("2026-11-30", "state", "Open→Resolved", "confirmed", 1),
         ("2026-11-30", "state", "Open→Resolved", "contradicted", 2)]
     assert reader.verdicts_by_day(["o/one"], since="2026-12-01") == []
+
+
+def test_a_repositorys_rule_verdicts_count_its_local_branches_only(tmp_path):
+    """``roundwise review``'s PRs are ``repo:BRANCH``: counted with ``repo``, as the stores
+    count them; ``repo-other`` and ``repo2`` are other repositories."""
+    from bot.store import open_ledger_store
+
+    path = str(tmp_path / "ledger.db")
+    ledger = open_ledger_store(path)
+    for number, repo in enumerate(("o/one", "o/one:feature", "o/one-other", "o/one2"), 1):
+        pr = ledger.pull_request(repo, number)["id"]
+        ledger.begin_round(pr, "h1")
+        ledger.record_round(pr, 1, [], [(Finding("bug", path="a.py", line_start=1), "x")],
+                            head_sha="h1")
+        defect = ledger.defect(pr, "D1")
+        ledger.replace_verdicts(pr, [{
+            "pr_id": pr, "defect_id": defect.id, "defect_key": "D1", "round": 1,
+            "kind": "state", "transition": "New→Open", "rule": "anchor-untouched",
+            "verdict": "confirmed", "signal": "", "signal_round": 2, "by": "rita",
+            "evidence": "", "decided_at": "2026-11-30", "at": "2026-11-30"}])
+    reader = LedgerReader(path)
+    try:
+        assert [dict(r) for r in reader.rule_verdicts("o/one")] == [
+            {"rule": "anchor-untouched", "confirmed": 2, "contradicted": 0}]
+        assert [dict(r) for r in reader.rule_verdicts("o/one")] == \
+            [dict(r) for r in ledger.rule_verdicts("o/one")]  # as the store counts them
+    finally:
+        reader.close()
+        ledger.close()

@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracker.ledger_base import RULE_VERDICTS, like_prefix
-
 from .engines import engine_of
 from .queue_base import split_schema, sqlite_path
 
@@ -237,9 +235,18 @@ class LedgerReader:
             "and r.status = 'complete' group by r.number order by r.number", [repo])
 
     def rule_verdicts(self, repo: str) -> list[dict]:
-        """Per rule, people's verdicts on the bot's state decisions in ``repo`` (the same
-        statement as the stores', ``tracker.ledger_base.RULE_VERDICTS``)."""
-        return self.rows(RULE_VERDICTS, [repo, like_prefix(repo)])
+        """Per rule, people's verdicts on the bot's state decisions in ``repo`` and its local
+        branches (``repo:BRANCH``), as the stores count them (``tracker.ledger_base``'s
+        ``RULE_VERDICTS``), but with the branches as a range of the repository index instead
+        of a LIKE beside an OR, which made SQLite scan every verdict (17 ms, not 1)."""
+        return self.rows(
+            "select v.rule as rule, "
+            "sum(case when v.verdict = 'confirmed' then 1 else 0 end) as confirmed, "
+            "sum(case when v.verdict = 'contradicted' then 1 else 0 end) as contradicted "
+            "from verdicts v join pull_requests p on p.id = v.pr_id "
+            "where (p.repo = %s or (p.repo >= %s and p.repo < %s)) and v.kind = 'state' "
+            "and v.rule is not null group by v.rule order by v.rule",
+            [repo, f"{repo}:", f"{repo};"])  # ";" follows ":": every "repo:..." between
 
     def learnings(self, repo: str) -> list[dict]:
         return self.rows("select kind, dismissed, judged, muted, muted_at, updated_at "
