@@ -145,6 +145,12 @@ def test_a_repositorys_verdicts_update_its_rates_with_the_development_table_as_p
     contradicted = [table.for_repository({"anchor-untouched": (0, n)}).rule_rate(
         "anchor-untouched") for n in (1, 4, 12)]
     assert contradicted[0] < unseen and contradicted == sorted(contradicted, reverse=True)
+    assert not calibration.unsure(contradicted[0])  # one weak label does not swing it alone
+    # however widely the rule's rate spread between repositories
+    spread = Calibration.fit(_outcomes("fickle", {"r1": (5, 5), "r2": (0, 5), "r3": (5, 5),
+                                                  "r4": (5, 5), "r5": (5, 5)}))
+    one = spread.for_repository({"fickle": (0, 1)}).rule_rate("fickle")
+    assert spread.rule_rate("fickle") - one < 0.1
     assert calibration.unsure(contradicted[-1])  # a dozen "wrong" there: unsure there
     confirmed = table.for_repository({"anchor-untouched": (12, 12)}).rule_rate("anchor-untouched")
     assert confirmed > unseen

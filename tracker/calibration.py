@@ -181,13 +181,17 @@ def _rule_rates(table: Calibration) -> tuple[dict[str, float], float]:
     return out, base - Z * unseen_variance ** 0.5
 
 
+SEEN_PRIOR_MIN = 8.0  # pairs' worth the development rate keeps, at the least, in a repository's
+# own rate: verdicts are weak labels, and one of them must not swing a rule from sure to unsure
+
+
 def _seen_rate(mean: float, variance: float, record: tuple[int, int]) -> float:
     """A rule's rate in a repository with its own record: a beta prior with the rule's mean
     and its variance on an unseen repository (the spread between repositories and the
     uncertainty of the mean), updated with the ``(right, n)`` people judged there; credited,
     like an unseen one, ``Z`` standard deviations below the posterior mean."""
     right, n = record
-    strength = max(mean * (1 - mean) / max(variance, 1e-9) - 1, 0.0)
+    strength = max(mean * (1 - mean) / max(variance, 1e-9) - 1, SEEN_PRIOR_MIN)
     rate = (mean * strength + right) / (strength + n) if strength + n else mean
     return rate - Z * (rate * (1 - rate) / (strength + n + 1)) ** 0.5
 
