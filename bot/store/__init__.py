@@ -2,8 +2,9 @@
 
 The ledger (``tracker.store.LedgerStore``): ``ledger_sqlite`` (``Ledger``, one file, its schema
 ``schema_sqlite``) and ``ledger_postgres`` (``PostgresLedgerStore``, its schema
-``schema_postgres``), both thin backends over ``tracker.ledger_base``. The dashboard reads the
-ledger read-only through ``ledger_reads`` (the same SQL on both engines). The queue
+``schema_postgres``), both thin backends over ``tracker.ledger_base``, their common
+statements written once in ``ledger_sql``. The dashboard reads the ledger read-only through
+``ledger_reads`` (the same SQL on both engines). The queue
 (``queue_base.QueueStore``): ``queue_sqlite`` (in the ledger's file) and ``queue_postgres``.
 
 ``open_ledger_store(target)`` and ``open_queue_store(target)`` pick the engine from
@@ -34,9 +35,9 @@ from .queue_base import (
 
 __all__ = ["DB_ERRORS", "Delivery", "Engine", "Installation", "Job", "LedgerStore", "QueueStore",
            "engine_of", "engines", "is_postgres", "ledger_postgres", "ledger_reads",
-           "ledger_sqlite", "off_loop", "offload", "open_ledger_store", "open_queue_store",
-           "queue_base", "queue_postgres", "queue_sqlite", "schema_postgres", "schema_sqlite",
-           "split_schema", "sqlite_path", "target"]
+           "ledger_sql", "ledger_sqlite", "off_loop", "offload", "open_ledger_store",
+           "open_queue_store", "queue_base", "queue_postgres", "queue_sqlite", "schema_postgres",
+           "schema_sqlite", "split_schema", "sqlite_path", "target"]
 
 
 def open_ledger_store(target: str, *, schema: str | None = None) -> LedgerStore:

@@ -17,31 +17,26 @@ replicas starting together migrate once.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 
 from psycopg import sql
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
 
 from tracker.anchors import fingerprint as code_fingerprint
-from tracker.batch import WRITTEN, apply_decisions, state_before
+from tracker.batch import WRITTEN, apply_decisions
 from tracker.ledger_base import (
-    RULE_VERDICTS,
     TALLY,
     LedgerBase,
     LedgerError,
-    dump_defects,
     like_prefix,
     now,
 )
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 
-from .queue_postgres import migrate
+from .ledger_sql import SharedStatements
+from .queue_postgres import connection_pool, migrate
 from .schema_postgres import LEDGER_MIGRATIONS
 
 __all__ = ["LEDGER_MIGRATIONS", "PostgresLedgerStore"]
@@ -88,18 +83,14 @@ def _defect(row: dict) -> Defect:
         thread_node_id=row["thread_node_id"], anchor_sha=row["anchor_sha"])
 
 
-class PostgresLedgerStore(LedgerBase):
+class PostgresLedgerStore(SharedStatements, LedgerBase):
     """The defect ledger in PostgreSQL (see the module docstring). ``schema``: the schema its
     tables live in (created when missing); the connection's search path otherwise."""
 
     threaded = True
 
     def __init__(self, conninfo: str, *, schema: str | None = None, max_size: int = 8):
-        kwargs: dict = {"autocommit": True, "row_factory": dict_row}
-        if schema:
-            kwargs["options"] = f"-c search_path={schema}"
-        self.pool = ConnectionPool(conninfo, kwargs=kwargs, min_size=1, max_size=max_size,
-                                   open=True, name="roundwise-ledger")
+        self.pool = connection_pool(conninfo, schema, max_size, "roundwise-ledger")
         self._local = threading.local()
         try:
             self.migrated = migrate(self.pool, schema, LEDGER_MIGRATIONS)
@@ -171,47 +162,13 @@ class PostgresLedgerStore(LedgerBase):
                       [repo, number, stamp, stamp])
             pr = self._one("select * from pull_requests where repo = %s and number = %s "
                            "for update", [repo, number])
-            changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
-            if changes:
-                changes["updated_at"] = stamp
-                self._update("pull_requests", pr["id"], changes)
-                pr.update(changes)
+            pr = self._refresh_pull_request(pr, fields, stamp)
         return pr
-
-    def find_pull_request(self, repo: str, number: int) -> dict | None:
-        return self._one("select * from pull_requests where repo = %s and number = %s",
-                         [repo, number])
-
-    def pull_request_by_id(self, pr_id: int) -> dict | None:
-        return self._one("select * from pull_requests where id = %s", [pr_id])
-
-    def pull_requests(self, repo: str | None = None) -> list[dict]:
-        """Every PR (of ``repo``), by repository and number."""
-        if repo:
-            return self._all("select * from pull_requests where repo = %s order by number",
-                             [repo])
-        return self._all("select * from pull_requests order by repo, number")
 
     def update_pull_request(self, pr_id: int, **fields) -> None:
         self._update("pull_requests", pr_id, {**fields, "updated_at": now()})
 
-    def pr_number_for_check(self, repo: str, check_run_id: int | None,
-                            head_sha: str | None) -> int | None:
-        """The PR whose latest round posted this check run or reviewed this head."""
-        row = self._one(
-            "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
-            "where p.repo = %s and (r.check_run_id = %s or r.head_sha = %s) "
-            "order by r.id desc limit 1", [repo, check_run_id, head_sha])
-        return row["number"] if row else None
-
     # -- rounds ------------------------------------------------------------------------------
-
-    def rounds(self, pr_id: int) -> list[dict]:
-        return self._all("select * from rounds where pr_id = %s order by number", [pr_id])
-
-    def round(self, pr_id: int, number: int) -> dict | None:
-        return self._one("select * from rounds where pr_id = %s and number = %s",
-                         [pr_id, number])
 
     def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
         if status:
@@ -247,37 +204,6 @@ class PostgresLedgerStore(LedgerBase):
             self.update_pull_request(pr_id, head_sha=head_sha)
             return row
 
-    def finish_round(self, pr_id: int, number: int, status: str = "complete", **stats) -> None:
-        """Close a round: ``complete``, ``failed`` (with ``error``) or ``superseded``."""
-        if status not in ("complete", "failed", "superseded"):
-            raise LedgerError(f"a round ends complete or failed (or superseded), not {status!r}")
-        row = self.round(pr_id, number)
-        if row is None:
-            raise LedgerError(f"no round {number} on PR {pr_id}")
-        finished = datetime.now(UTC)
-        update = {"status": status, "finished_at": finished.isoformat(timespec="milliseconds")}
-        if row["started_at"]:
-            started = datetime.fromisoformat(row["started_at"])
-            update["seconds"] = round((finished - started).total_seconds(), 3)
-        update.update(stats)
-        with self.transaction():
-            self._update("rounds", row["id"], update)
-            if status == "complete":
-                self.update_pull_request(pr_id, last_reviewed_sha=row["head_sha"])
-
-    def add_usage(self, pr_id: int, number: int, prompt_tokens: int = 0,
-                  completion_tokens: int = 0, cost: float = 0.0) -> None:
-        """Add LLM token counts and cost to a round's totals."""
-        self._run("update rounds set prompt_tokens = coalesce(prompt_tokens, 0) + %s, "
-                  "completion_tokens = coalesce(completion_tokens, 0) + %s, "
-                  "cost = coalesce(cost, 0) + %s where pr_id = %s and number = %s",
-                  [prompt_tokens, completion_tokens, cost, pr_id, number])
-
-    def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
-        """Keep a round's computed plan until the round completes."""
-        self._run("update rounds set plan = %s where pr_id = %s and number = %s",
-                  [json.dumps(plan), pr_id, number])
-
     # -- defects -----------------------------------------------------------------------------
 
     def defects(self, pr_id: int, *, include_ignored: bool = True) -> list[Defect]:
@@ -301,11 +227,6 @@ class PostgresLedgerStore(LedgerBase):
         row = self._one(_DEFECTS + "where d.pr_id = %s and d.thread_node_id = %s "
                         "order by d.id limit 1", [pr_id, node_id])
         return _defect(row) if row else None
-
-    def next_key(self, pr_id: int, offset: int = 0) -> str:
-        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
-        count = self._one("select count(*) as n from defects where pr_id = %s", [pr_id])["n"]
-        return f"D{count + 1 + offset}"
 
     def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
                    code: str | None = None, evidence: str = "", rule: str = "raised",
@@ -363,13 +284,6 @@ class PostgresLedgerStore(LedgerBase):
                                    [list(ids.values())]).fetchall()
         return [_defect(r) for r in created]
 
-    def previous_state(self, defect: Defect, round_number: int) -> State | None:
-        """The state a defect ended round ``round_number - 1`` in (None if not raised yet)."""
-        row = self._one("select state, round from state_history where defect_id = %s "
-                        "and round < %s order by round desc, id desc limit 1",
-                        [defect.id, round_number])
-        return state_before((row["state"], row["round"]) if row else None, round_number)
-
     def record_decision(self, pr_id: int, round_number: int, decision: Decision,
                         head_sha: str | None = None) -> Defect:
         """Store one decision after checking the lifecycle allows it."""
@@ -404,12 +318,6 @@ class PostgresLedgerStore(LedgerBase):
                     conn.execute(_INSERT_HISTORY, _arrays(history, 7))
             return self._add_defects(pr_id, new_findings, keys, round_number, head_sha)
 
-    def history(self, pr_id: int, key: str) -> list[dict]:
-        """Every decision taken on a defect, oldest first."""
-        defect = self.defect(pr_id, key)
-        return self._all("select * from state_history where defect_id = %s order by id",
-                         [defect.id])
-
     def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
         """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
         out: dict[str, dict[int, str]] = {}
@@ -418,10 +326,6 @@ class PostgresLedgerStore(LedgerBase):
                              [pr_id]):
             out.setdefault(row["key"], {})[row["round"]] = row["state"]
         return out
-
-    def dump(self, pr_id: int) -> Iterator[dict]:
-        """Every defect as a plain dict with its history, for JSON output."""
-        return dump_defects(self, pr_id)
 
     def _history(self, defect_id: int, round_number: int, state: State, rule: str,
                  evidence: str, decided_by: DecidedBy) -> None:
@@ -437,14 +341,6 @@ class PostgresLedgerStore(LedgerBase):
                   "comment_id, at) values (%s, %s, %s, %s, %s, %s, %s, %s)",
                   [pr_id, defect.id, round_number, str(signal.kind), signal.author, signal.body,
                    signal.comment_id, now()])
-
-    def signals(self, pr_id: int, since_round: int) -> list[Signal]:
-        """Signals recorded at round ``since_round`` or later, oldest first."""
-        rows = self._all("select s.*, d.key from signals s join defects d on d.id = s.defect_id "
-                         "where s.pr_id = %s and s.round >= %s order by s.id",
-                         [pr_id, since_round])
-        return [Signal(kind=r["kind"], defect_key=r["key"], author=r["author"],
-                       body=r["body"] or "", comment_id=r["comment_id"]) for r in rows]
 
     _ATTACH = """
         insert into defect_comments (id, defect_id, kind, author, body, in_reply_to, node_id,
@@ -463,23 +359,6 @@ class PostgresLedgerStore(LedgerBase):
         """Remember that a GitHub comment belongs to a defect's thread (idempotent)."""
         self._run(self._ATTACH, [comment_id, defect_id, kind, author, body, in_reply_to,
                                  node_id, int(posted_by_bot), now()])
-
-    def comments(self, pr_id: int, key: str) -> list[dict]:
-        defect = self.defect(pr_id, key)
-        return self._all("select * from defect_comments where defect_id = %s order by id",
-                         [defect.id])
-
-    def signal_rows(self, pr_id: int, key: str) -> list[dict]:
-        """Every signal recorded on a defect, with its round and time, oldest first."""
-        defect = self.defect(pr_id, key)
-        return self._all("select * from signals where defect_id = %s order by id", [defect.id])
-
-    def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
-        """People's (not the bot's) comments on the PR's defects from ``since`` on."""
-        return self._all(
-            "select d.key, c.author, c.body from defect_comments c join defects d "
-            "on d.id = c.defect_id where d.pr_id = %s and c.posted_by_bot = 0 "
-            "and c.created_at >= %s order by c.id", [pr_id, since or ""])
 
     # -- live verdicts (tracker.verdicts) ----------------------------------------------------
 
@@ -503,25 +382,6 @@ class PostgresLedgerStore(LedgerBase):
                             sql.SQL(", ").join(map(sql.Identifier, columns)),
                             sql.SQL(", ").join(sql.Placeholder(c) for c in columns)), rows)
 
-    def rule_verdicts(self, repo: str) -> list[dict]:
-        """Per rule, people's verdicts on the bot's state decisions in ``repo``."""
-        return self._all(RULE_VERDICTS, [repo, like_prefix(repo)])
-
-    def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
-        """Verdicts counted per repository, kind, transition and verdict."""
-        where, args = ["true"], []
-        if repo:
-            where.append("p.repo = %s")
-            args.append(repo)
-        if since:
-            where.append("v.decided_at >= %s")
-            args.append(since)
-        return self._all(
-            "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
-            "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
-            " group by p.repo, v.kind, v.transition, v.verdict "
-            "order by p.repo, v.kind, v.transition", args)
-
     # -- learnings (tracker.learnings) --------------------------------------------------------
 
     def finding_tally(self, repo: str) -> list[dict]:
@@ -529,10 +389,6 @@ class PostgresLedgerStore(LedgerBase):
         findings raised since the kind was last unmuted."""
         return [{**r, "dismissed": int(r["dismissed"]), "judged": int(r["judged"])}
                 for r in self._all(TALLY, [repo, repo, like_prefix(repo)])]
-
-    def learnings(self, repo: str | None = None) -> list[dict]:
-        where, args = (" where repo = %s", [repo]) if repo else ("", [])
-        return self._all(f"select * from learnings{where} order by repo, kind", args)
 
     def save_learning(self, repo: str, kind: str, **fields) -> None:
         """Create or update the learning row of ``kind`` in ``repo``."""

@@ -12,19 +12,16 @@ what both do the same way is ``tracker.ledger_base``'s. Its schema is ``bot.stor
 from __future__ import annotations
 
 import fcntl
-import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlite_utils import Database
 
 from tracker.anchors import fingerprint as code_fingerprint
-from tracker.batch import WRITTEN, apply_decisions, state_before
+from tracker.batch import WRITTEN, apply_decisions
 from tracker.ledger_base import (
-    RULE_VERDICTS,
     TALLY,
     LedgerBase,
     LedgerError,
@@ -35,6 +32,7 @@ from tracker.ledger_base import (
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, Defect, Finding, Origin, Signal
 
+from .ledger_sql import SharedStatements
 from .schema_sqlite import migrations
 
 __all__ = ["Ledger", "LedgerError", "dump_defects", "migration_lock", "now"]
@@ -56,7 +54,7 @@ def migration_lock(path: str):
         fd.close()  # closing releases the lock
 
 
-class Ledger(LedgerBase):
+class Ledger(SharedStatements, LedgerBase):
     """Read and write the defect ledger stored in one SQLite file.
 
     ``path`` may be ``":memory:"`` for throwaway use. The connection may be used from the thread
@@ -91,52 +89,17 @@ class Ledger(LedgerBase):
                           [repo, number])
         stamp = now()
         if rows:
-            pr = rows[0]
-            changes = {k: v for k, v in fields.items() if v is not None and pr.get(k) != v}
-            if changes:
-                changes["updated_at"] = stamp
-                self._update("pull_requests", pr["id"], changes)
-                pr.update(changes)
-            return pr
+            return self._refresh_pull_request(rows[0], fields, stamp)
         row = {"repo": repo, "number": number, "created_at": stamp, "updated_at": stamp}
         row.update({k: v for k, v in fields.items() if v is not None})
         pk = self._insert("pull_requests", row)
         return self._get("pull_requests", pk)
 
-    def find_pull_request(self, repo: str, number: int) -> dict | None:
-        rows = self._rows("select * from pull_requests where repo = ? and number = ?",
-                          [repo, number])
-        return rows[0] if rows else None
-
     def update_pull_request(self, pr_id: int, **fields) -> None:
         fields["updated_at"] = now()
         self._update("pull_requests", pr_id, fields)
 
-    def pull_request_by_id(self, pr_id: int) -> dict | None:
-        return self._get("pull_requests", pr_id)
-
-    def pull_requests(self, repo: str | None = None) -> list[dict]:
-        """Every PR (of ``repo``), by repository and number."""
-        where, args = (" where repo = ?", [repo]) if repo else ("", [])
-        return self._rows(f"select * from pull_requests{where} order by repo, number", args)
-
-    def pr_number_for_check(self, repo: str, check_run_id: int | None,
-                            head_sha: str | None) -> int | None:
-        """The PR whose latest round posted this check run or reviewed this head."""
-        row = self.db.execute(
-            "select p.number from rounds r join pull_requests p on p.id = r.pr_id "
-            "where p.repo = ? and (r.check_run_id = ? or r.head_sha = ?) "
-            "order by r.id desc limit 1", [repo, check_run_id, head_sha]).fetchone()
-        return row[0] if row else None
-
     # -- rounds ------------------------------------------------------------------------------
-
-    def rounds(self, pr_id: int) -> list[dict]:
-        return self._rows("select * from rounds where pr_id = ? order by number", [pr_id])
-
-    def round(self, pr_id: int, number: int) -> dict | None:
-        rows = self._rows("select * from rounds where pr_id = ? and number = ?", [pr_id, number])
-        return rows[0] if rows else None
 
     def last_round(self, pr_id: int, status: str | None = "complete") -> dict | None:
         where, args = "pr_id = ?", [pr_id]
@@ -177,36 +140,6 @@ class Ledger(LedgerBase):
             self.update_pull_request(pr_id, head_sha=head_sha)
             return self._get("rounds", pk)
 
-    def finish_round(self, pr_id: int, number: int, status: str = "complete", **stats) -> None:
-        """Close a round: ``complete``, ``failed`` (with ``error``) or ``superseded`` (a newer
-        head took over before it completed), plus any stats columns."""
-        if status not in ("complete", "failed", "superseded"):
-            raise LedgerError(f"a round ends complete or failed (or superseded), not {status!r}")
-        row = self.round(pr_id, number)
-        if row is None:
-            raise LedgerError(f"no round {number} on PR {pr_id}")
-        started = datetime.fromisoformat(row["started_at"]) if row["started_at"] else None
-        finished = datetime.now(UTC)
-        update = {"status": status, "finished_at": finished.isoformat(timespec="milliseconds")}
-        if started:
-            update["seconds"] = round((finished - started).total_seconds(), 3)
-        update.update(stats)
-        with self.transaction():
-            self._update("rounds", row["id"], update)
-            if status == "complete":
-                self.update_pull_request(pr_id, last_reviewed_sha=row["head_sha"])
-
-    def add_usage(self, pr_id: int, number: int, prompt_tokens: int = 0,
-                  completion_tokens: int = 0, cost: float = 0.0) -> None:
-        """Add LLM token counts and cost to a round's totals."""
-        with self.transaction():
-            self.db.execute(
-                "update rounds set prompt_tokens = coalesce(prompt_tokens, 0) + ?, "
-                "completion_tokens = coalesce(completion_tokens, 0) + ?, "
-                "cost = coalesce(cost, 0) + ? where pr_id = ? and number = ?",
-                [prompt_tokens, completion_tokens, cost, pr_id, number],
-            )
-
     # -- defects -----------------------------------------------------------------------------
 
     def defects(self, pr_id: int, *, include_ignored: bool = True) -> list[Defect]:
@@ -243,12 +176,6 @@ class Ledger(LedgerBase):
         rows = self._rows("select * from defects where pr_id = ? and thread_node_id = ?",
                           [pr_id, node_id])
         return self._defect(rows[0]) if rows else None
-
-    def next_key(self, pr_id: int, offset: int = 0) -> str:
-        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
-        count = self.db.execute("select count(*) from defects where pr_id = ?",
-                                [pr_id]).fetchone()[0]
-        return f"D{count + 1 + offset}"
 
     def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
                    code: str | None = None, evidence: str = "", rule: str = "raised",
@@ -295,15 +222,6 @@ class Ledger(LedgerBase):
                 self.attach_comment(pk, finding.comment_id, kind="review_comment",
                                     author=finding.author, body=finding.description)
             return self._defect(self._get("defects", pk))
-
-    def previous_state(self, defect: Defect, round_number: int) -> State | None:
-        """The state a defect ended round ``round_number - 1`` in (None if not raised yet)."""
-        row = self.db.execute(
-            "select state, round from state_history where defect_id = ? and round < ? "
-            "order by round desc, id desc limit 1",
-            [defect.id, round_number],
-        ).fetchone()
-        return state_before(row, round_number)
 
     def record_decision(self, pr_id: int, round_number: int, decision: Decision,
                         head_sha: str | None = None) -> Defect:
@@ -368,18 +286,6 @@ class Ledger(LedgerBase):
             "at) values (?, ?, ?, ?, ?, ?, ?)", history,
         )
 
-    def save_plan(self, pr_id: int, number: int, plan: dict) -> None:
-        """Keep a round's computed plan until the round completes (see ``finish_round``)."""
-        with self.transaction():
-            self.db.execute("update rounds set plan = ? where pr_id = ? and number = ?",
-                            [json.dumps(plan), pr_id, number])
-
-    def history(self, pr_id: int, key: str) -> list[dict]:
-        """Every decision taken on a defect, oldest first."""
-        defect = self.defect(pr_id, key)
-        return self._rows("select * from state_history where defect_id = ? order by id",
-                          [defect.id])
-
     def states_by_round(self, pr_id: int) -> dict[str, dict[int, str]]:
         """``{key: {round: state}}``: the state each defect stood in at the end of each round."""
         out: dict[str, dict[int, str]] = {}
@@ -401,19 +307,6 @@ class Ledger(LedgerBase):
             "comment_id": signal.comment_id, "at": now(),
         })
 
-    def signals(self, pr_id: int, since_round: int) -> list[Signal]:
-        """Signals recorded at round ``since_round`` or later, oldest first."""
-        rows = self.db.query(
-            "select s.*, d.key from signals s join defects d on d.id = s.defect_id "
-            "where s.pr_id = ? and s.round >= ? order by s.id",
-            [pr_id, since_round],
-        )
-        return [
-            Signal(kind=r["kind"], defect_key=r["key"], author=r["author"], body=r["body"] or "",
-                   comment_id=r["comment_id"])
-            for r in rows
-        ]
-
     # -- live verdicts (tracker.verdicts) ----------------------------------------------------
 
     def defect_activity(self, defect_id: int) -> dict[str, list[dict]]:
@@ -429,35 +322,12 @@ class Ledger(LedgerBase):
             if rows:
                 self.db["verdicts"].insert_all(rows)
 
-    def rule_verdicts(self, repo: str) -> list[dict]:
-        """Per rule, people's verdicts on the bot's state decisions in ``repo``."""
-        return self._rows(RULE_VERDICTS.replace("%s", "?"), [repo, like_prefix(repo)])
-
-    def verdict_counts(self, repo: str | None = None, since: str | None = None) -> list[dict]:
-        """Verdicts counted per repository, kind, transition and verdict."""
-        where, args = ["1"], []
-        if repo:
-            where.append("p.repo = ?")
-            args.append(repo)
-        if since:
-            where.append("v.decided_at >= ?")
-            args.append(since)
-        return list(self.db.query(
-            "select p.repo, v.kind, v.transition, v.verdict, count(*) as n from verdicts v "
-            "join pull_requests p on p.id = v.pr_id where " + " and ".join(where) +
-            " group by p.repo, v.kind, v.transition, v.verdict "
-            "order by p.repo, v.kind, v.transition", args))
-
     # -- learnings (tracker.learnings) --------------------------------------------------------
 
     def finding_tally(self, repo: str) -> list[dict]:
         """Per kind of bot finding in ``repo`` (and its local branches, ``repo:BRANCH``): the
         judged findings and the dismissed ones, raised since the kind was last unmuted."""
         return self._rows(TALLY.replace("%s", "?"), [repo, repo, like_prefix(repo)])
-
-    def learnings(self, repo: str | None = None) -> list[dict]:
-        where, args = (" where repo = ?", [repo]) if repo else ("", [])
-        return self._rows(f"select * from learnings{where} order by repo, kind", args)
 
     def save_learning(self, repo: str, kind: str, **fields) -> None:
         """Create or update the learning row of ``kind`` in ``repo``."""
@@ -487,25 +357,6 @@ class Ledger(LedgerBase):
              int(posted_by_bot), now()],
         )
 
-    def comments(self, pr_id: int, key: str) -> list[dict]:
-        defect = self.defect(pr_id, key)
-        return self._rows("select * from defect_comments where defect_id = ? order by id",
-                          [defect.id])
-
-    def signal_rows(self, pr_id: int, key: str) -> list[dict]:
-        """Every signal recorded on a defect, with its round and time, oldest first."""
-        defect = self.defect(pr_id, key)
-        return self._rows("select * from signals where defect_id = ? order by id", [defect.id])
-
-    def people_comments_since(self, pr_id: int, since: str) -> list[dict]:
-        """People's (not the bot's) comments on the PR's defects from ``since`` on: key,
-        author, body, oldest first."""
-        rows = self.db.query(
-            "select d.key, c.author, c.body from defect_comments c join defects d "
-            "on d.id = c.defect_id where d.pr_id = ? and c.posted_by_bot = 0 "
-            "and c.created_at >= ? order by c.id", [pr_id, since or ""])
-        return [dict(r) for r in rows]
-
     def heartbeat(self) -> None:
         """Write one row (``/healthz``: the database takes writes); raises when it cannot."""
         with self.transaction():
@@ -529,6 +380,18 @@ class Ledger(LedgerBase):
     def _get(self, table: str, pk) -> dict | None:
         rows = self._rows(f"select * from [{table}] where id = ?", [pk])
         return rows[0] if rows else None
+
+    def _all(self, sql: str, params=()) -> list[dict]:
+        """``bot.store.ledger_sql``'s statements (``%s`` placeholders) as ``_rows`` runs them."""
+        return self._rows(sql.replace("%s", "?"), params)
+
+    def _one(self, sql: str, params=()) -> dict | None:
+        rows = self._all(sql, params)
+        return rows[0] if rows else None
+
+    def _run(self, sql: str, params=()) -> int:
+        with self.transaction():
+            return self.db.execute(sql.replace("%s", "?"), params).rowcount
 
     def _rows(self, sql: str, params=()) -> list[dict]:
         """The rows of a query as dicts, in plain SQL (no table introspection)."""
@@ -570,7 +433,3 @@ class Ledger(LedgerBase):
             resolved_code=row["resolved_code"], comment_ids=comment_ids,
             thread_node_id=row["thread_node_id"], anchor_sha=row.get("anchor_sha"),
         )
-
-    def dump(self, pr_id: int) -> Iterator[dict]:
-        """Every defect as a plain dict with its history, for JSON output."""
-        return dump_defects(self, pr_id)

@@ -132,6 +132,17 @@ TAKE = """
 """
 
 
+def connection_pool(conninfo: str, schema: str | None, max_size: int,
+                    name: str) -> ConnectionPool:
+    """An open pool of autocommit connections giving dict rows, their search path ``schema``
+    when given: the queue's, and the ledger's (``bot.store.ledger_postgres``)."""
+    kwargs: dict = {"autocommit": True, "row_factory": dict_row}
+    if schema:
+        kwargs["options"] = f"-c search_path={schema}"
+    return ConnectionPool(conninfo, kwargs=kwargs, min_size=1, max_size=max_size, open=True,
+                          name=name)
+
+
 def migrate(pool: ConnectionPool, schema: str | None = None,
             migrations: list[tuple[str, str]] | None = None) -> list[str]:
     """Apply the ``migrations`` (the queue's by default) not applied yet, under the migration
@@ -159,11 +170,7 @@ class PostgresQueueStore:
     threaded = True
 
     def __init__(self, conninfo: str, *, schema: str | None = None, max_size: int = 8):
-        kwargs: dict = {"autocommit": True, "row_factory": dict_row}
-        if schema:
-            kwargs["options"] = f"-c search_path={schema}"
-        self.pool = ConnectionPool(conninfo, kwargs=kwargs, min_size=1, max_size=max_size,
-                                   open=True, name="roundwise-queue")
+        self.pool = connection_pool(conninfo, schema, max_size, "roundwise-queue")
         self.migrated = migrate(self.pool, schema)
 
     def close(self) -> None:
