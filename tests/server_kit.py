@@ -265,6 +265,35 @@ class Bot:
             return await resp.text()
 
 
+#: the PR the check-run, one-truth and noise tests review: ``scale`` with a breakpoint (Major)
+#: and a debug print (Minor) in round 1; round 2 drops the breakpoint, round 3 the print
+SCALE_CORE = "def add(a, b):\n    return a + b\n\n\ndef scale(values, factor):\n"
+SCALE_ROUND1 = {"app/core.py": SCALE_CORE + "    breakpoint()\n    result = [v * factor for v in "
+                "values]\n    print(result)\n    return result\n"}
+SCALE_ROUND2 = {"app/core.py": SCALE_CORE + "    result = [v * factor for v in values]\n"
+                                      "    print(result)\n    return result\n"}
+SCALE_ROUND3 = {"app/core.py": SCALE_CORE + "    result = [v * factor for v in values]\n"
+                                      "    return result\n"}
+
+
+def setup_pr(fake: FakeGitHub, settings: str = "", files: dict | None = None) -> None:
+    """The installation, the repository (``settings`` as its ``.github/roundwise.yml``, none
+    when empty) and the PR's first push (HEAD1) of ``files``, else ``SCALE_ROUND1``."""
+    fake.add_installation(INSTALLATION, REPO.split("/")[0])
+    fake.add_repo(REPO, INSTALLATION,
+                  files={".github/roundwise.yml": settings} if settings else {})
+    fake.add_pr(REPO, NUMBER, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
+                BASE_FILES)
+    fake.push(REPO, NUMBER, HEAD1, files or SCALE_ROUND1)
+
+
+async def push(bot: Bot, head: str, files: dict) -> None:
+    """``files`` pushed to the PR as ``head``, and the round it starts worked off."""
+    bot.fake.push(REPO, NUMBER, head, files)
+    await bot.pull_request("synchronize")
+    await bot.idle()
+
+
 def config_for(fake: FakeGitHub, db_path: Path, **overrides) -> Config:
     fields = {"app_id": str(APP_ID), "private_key": app_keys()[0],
               "webhook_secret": secrets.token_hex(16), "api_url": fake.url,

@@ -12,7 +12,6 @@ from bench.replay import payloads
 
 from .conftest import needs_webhook_fixtures
 from .server_kit import (
-    BASE_FILES,
     BASE_SHA,
     HEAD1,
     HEAD2,
@@ -20,42 +19,24 @@ from .server_kit import (
     INSTALLATION,
     NUMBER,
     REPO,
+    SCALE_ROUND2,
+    SCALE_ROUND3,
     Tap,
     fixture,
+    push,
     repoint,
     running_bot,
+    setup_pr,
 )
 
 pytestmark = pytest.mark.asyncio
 
-CORE = "def add(a, b):\n    return a + b\n\n\ndef scale(values, factor):\n"
 # Round 1: a breakpoint (Major) and a debug print (Minor); round 2 drops the breakpoint;
-# round 3 drops the print.
-ROUND1 = {"app/core.py": CORE + "    breakpoint()\n    result = [v * factor for v in values]\n"
-                                "    print(result)\n    return result\n"}
-ROUND2 = {"app/core.py": CORE + "    result = [v * factor for v in values]\n"
-                                "    print(result)\n    return result\n"}
-ROUND3 = {"app/core.py": CORE + "    result = [v * factor for v in values]\n"
-                                "    return result\n"}
-
-
-def setup_pr(fake, settings: str = "", head_files: dict | None = None) -> None:
-    fake.add_installation(INSTALLATION, REPO.split("/")[0])
-    fake.add_repo(REPO, INSTALLATION,
-                  files={".github/roundwise.yml": settings} if settings else {})
-    fake.add_pr(REPO, NUMBER, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
-                BASE_FILES)
-    fake.push(REPO, NUMBER, HEAD1, head_files or ROUND1)
+# round 3 drops the print (server_kit's SCALE_ROUND1..3).
 
 
 def runs(bot, head: str) -> list[dict]:
     return [r for r in bot.fake.check_runs(REPO, head) if r["name"] == "roundwise"]
-
-
-async def push(bot, head: str, files: dict) -> None:
-    bot.fake.push(REPO, NUMBER, head, files)
-    await bot.pull_request("synchronize")
-    await bot.idle()
 
 
 @pytest.mark.parametrize("fail_on, expected", [
@@ -68,8 +49,8 @@ async def test_check_run_per_head_with_conclusion_from_fail_on(tmp_path, fail_on
         setup_pr(bot.fake, f"fail_on: {fail_on}\n" if fail_on else "")
         await bot.pull_request("opened")
         await bot.idle()
-        await push(bot, HEAD2, ROUND2)
-        await push(bot, HEAD3, ROUND3)
+        await push(bot, HEAD2, SCALE_ROUND2)
+        await push(bot, HEAD3, SCALE_ROUND3)
         seen = []
         for head in (HEAD1, HEAD2, HEAD3):
             [run] = runs(bot, head)  # one check run per reviewed head
@@ -111,7 +92,7 @@ async def test_check_is_in_progress_while_the_round_runs(tmp_path):
 async def test_more_than_fifty_annotations_are_sent_in_batches(tmp_path):
     files = {f"app/m{i:03}.py": "def f(x):\n    print(x)\n    return x\n" for i in range(120)}
     async with running_bot(tmp_path) as bot:
-        setup_pr(bot.fake, "max_comments: 200\nfail_on: Minor\n", head_files=files)
+        setup_pr(bot.fake, "max_comments: 200\nfail_on: Minor\n", files=files)
         await bot.pull_request("opened")
         await bot.idle()
         [run] = runs(bot, HEAD1)
@@ -232,7 +213,7 @@ async def test_review_event_request_changes_then_dismissed_when_fixed(tmp_path):
         states = [r["state"] for r in bot.bot_reviews()]
         assert states == ["COMMENTED", "CHANGES_REQUESTED"]
         assert "D1 (Major)" in bot.bot_reviews()[-1]["body"]
-        await push(bot, HEAD2, ROUND2)  # the breakpoint is gone; the Minor print stays
+        await push(bot, HEAD2, SCALE_ROUND2)  # the breakpoint is gone; the Minor print stays
         states = [r["state"] for r in bot.bot_reviews()]
         assert "CHANGES_REQUESTED" not in states and states.count("DISMISSED") == 1
         assert "APPROVED" not in states
@@ -263,7 +244,7 @@ async def test_a_committed_suggestion_resolves_its_defect_and_clears_the_gate(tm
               "  if (order.total == expectedTotal) {\n    return true;\n  }\n  return false;\n}\n")
     after = before.replace("order.total == expectedTotal", "order.total === expectedTotal")
     async with running_bot(tmp_path) as bot:
-        setup_pr(bot.fake, "fail_on: Minor\n", head_files={"web/order.js": before})
+        setup_pr(bot.fake, "fail_on: Minor\n", files={"web/order.js": before})
         await bot.pull_request("opened")
         await bot.idle()
         [comment] = bot.bot_comments("review")
@@ -285,7 +266,7 @@ async def test_first_summary_opens_with_the_pr_at_a_glance_then_says_what_a_push
         [summary] = bot.bot_comments()
         assert "This pull request at a glance: 1 file, +" in summary["body"]
         assert "| `app/` | `core.py` |" in summary["body"]
-        await push(bot, HEAD2, ROUND2)
+        await push(bot, HEAD2, SCALE_ROUND2)
         [summary] = bot.bot_comments()
         assert "at a glance" not in summary["body"]
         assert "**This push** changed 1 file: `app/core.py` (+0 −1)." in summary["body"]

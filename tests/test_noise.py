@@ -16,34 +16,18 @@ from roundwise.cli import main
 from tracker import learnings
 
 from .server_kit import (
-    BASE_FILES,
-    BASE_SHA,
-    HEAD1,
     HEAD2,
     HEAD3,
-    INSTALLATION,
     NUMBER,
     REPO,
+    push,
     running_bot,
+    setup_pr,
 )
 
 pytestmark = pytest.mark.asyncio
 
 HEAD4 = "4" * 40
-
-
-def setup_pr(fake, settings: str, files: dict) -> None:
-    fake.add_installation(INSTALLATION, REPO.split("/")[0])
-    fake.add_repo(REPO, INSTALLATION, files={".github/roundwise.yml": settings})
-    fake.add_pr(REPO, NUMBER, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
-                BASE_FILES)
-    fake.push(REPO, NUMBER, HEAD1, files)
-
-
-async def push(bot, head: str, files: dict) -> None:
-    bot.fake.push(REPO, NUMBER, head, files)
-    await bot.pull_request("synchronize")
-    await bot.idle()
 
 
 def summary(bot) -> str:

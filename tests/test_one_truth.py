@@ -15,40 +15,19 @@ from bench.scripted_llm import ScriptedLLM, system_text
 from bot.review.llm_config import LLMConfig
 
 from .server_kit import (
-    BASE_FILES,
-    BASE_SHA,
     HEAD1,
     HEAD2,
     HEAD3,
-    INSTALLATION,
     NUMBER,
     REPO,
+    SCALE_ROUND1,
+    SCALE_ROUND2,
+    push,
     running_bot,
+    setup_pr,
 )
 
 pytestmark = pytest.mark.asyncio
-
-CORE = "def add(a, b):\n    return a + b\n\n\ndef scale(values, factor):\n"
-ROUND1 = {"app/core.py": CORE + "    breakpoint()\n    result = [v * factor for v in values]\n"
-                                "    print(result)\n    return result\n"}
-ROUND2 = {"app/core.py": CORE + "    result = [v * factor for v in values]\n"
-                                "    print(result)\n    return result\n"}
-
-
-def setup_pr(fake, settings: str = "", files: dict | None = None) -> None:
-    fake.add_installation(INSTALLATION, REPO.split("/")[0])
-    fake.add_repo(REPO, INSTALLATION,
-                  files={".github/roundwise.yml": settings} if settings else {})
-    fake.add_pr(REPO, NUMBER, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
-                BASE_FILES)
-    fake.push(REPO, NUMBER, HEAD1, files or ROUND1)
-
-
-async def push(bot, head: str, files: dict) -> None:
-    bot.fake.push(REPO, NUMBER, head, files)
-    await bot.pull_request("synchronize")
-    await bot.idle()
-
 
 def summary(bot) -> str:
     [comment] = bot.bot_comments()
@@ -100,7 +79,7 @@ async def test_a_comment_that_changes_nothing_leaves_the_summary_alone(tmp_path)
         setup_pr(bot.fake)
         await bot.pull_request("opened")
         await bot.idle()
-        await push(bot, HEAD2, ROUND2)  # round 2 changes states: "This round" has lines
+        await push(bot, HEAD2, SCALE_ROUND2)  # round 2 changes states: "This round" has lines
         before = summary(bot)
         summary_id = bot.bot_comments()[0]["id"]
         edits = len(bot.calls("PATCH", rf"/issues/comments/{summary_id}$"))
@@ -135,10 +114,10 @@ async def test_a_reopened_defect_unresolves_its_thread(tmp_path):
         setup_pr(bot.fake)
         await bot.pull_request("opened")
         await bot.idle()
-        await push(bot, HEAD2, ROUND2)  # the breakpoint (D1) is gone: resolved, thread folded
+        await push(bot, HEAD2, SCALE_ROUND2)  # the breakpoint (D1) is gone: resolved, thread folded
         assert bot.states()["D1"] == "Resolved"
         assert thread_of(bot, "D1")["is_resolved"] is True
-        await push(bot, HEAD3, ROUND1)  # and back
+        await push(bot, HEAD3, SCALE_ROUND1)  # and back
         assert bot.states()["D1"] == "Reopened"
         thread = thread_of(bot, "D1")
         assert thread["is_resolved"] is False  # GitHub shows "D1 is back" unfolded
@@ -150,7 +129,7 @@ async def test_a_reviewer_saying_it_is_not_fixed_unresolves_the_bots_thread(tmp_
         setup_pr(bot.fake)
         await bot.pull_request("opened")
         await bot.idle()
-        await push(bot, HEAD2, ROUND2)
+        await push(bot, HEAD2, SCALE_ROUND2)
         assert thread_of(bot, "D1")["is_resolved"] is True
         pr_id = bot.ledger.find_pull_request(REPO, NUMBER)["id"]
         root = bot.ledger.thread_root(pr_id, "D1")["id"]
@@ -259,7 +238,7 @@ async def test_the_check_names_the_fail_on_that_would_fail_it(tmp_path):
         setup_pr(bot.fake)
         await bot.pull_request("opened")
         await bot.idle()
-        await push(bot, HEAD2, ROUND2)  # only the Minor print is open
+        await push(bot, HEAD2, SCALE_ROUND2)  # only the Minor print is open
         text = check(bot, HEAD2)["output"]["summary"]
         assert "fail_on: Major" not in text  # which would not fail it
         assert "`fail_on: Minor`" in text and "the 1 Minor defect stands" in text
