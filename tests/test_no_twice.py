@@ -6,7 +6,6 @@ round of the next push."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import sqlite3
 
 import aiohttp
@@ -29,7 +28,16 @@ from .server_kit import (
     open_pr,
     running_bot,
 )
-from .test_server_restart import SECRET, free_port, job_rows, server_env, start_server, wait_for
+from .test_server_restart import (
+    SECRET,
+    free_port,
+    job_rows,
+    kill_9,
+    reap,
+    server_env,
+    start_server,
+    wait_for,
+)
 
 
 async def test_a_check_run_created_but_answered_502_is_reused(tmp_path):
@@ -72,12 +80,9 @@ async def test_kill_9_after_a_state_reply_then_a_newer_push_says_it_once(tmp_pat
             await asyncio.wait_for(tap.held.wait(), 20)
             assert [render.read_marker(c["body"]) for c in replies(fake)] == [
                 ("state", "D1", 2)]
-            proc.send_signal(signal.SIGKILL)
-            assert await proc.wait() == -signal.SIGKILL
+            await kill_9(proc)
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await reap(proc)
         tap.release()
         fake.push(REPO, NUMBER, HEAD3, {**ROUND2_FILES, "tests/test_more.py": (
             "from app.core import scale\n\n\ndef test_empty():\n    assert scale([], 2) == []\n")})
@@ -125,12 +130,9 @@ async def test_kill_9_between_creating_a_check_run_and_recording_it_reuses_it(tm
                                                              "d-1")) as resp:
                 assert resp.status == 202
             await wait_for(lambda: fake.check_runs(REPO, HEAD1), 20, "the check run")
-            proc.send_signal(signal.SIGKILL)
-            assert await proc.wait() == -signal.SIGKILL
+            await kill_9(proc)
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await reap(proc)
         if then == "newer push":
             fake.push(REPO, NUMBER, HEAD2, ROUND2_FILES)
         proc = await start_server(env, port, log)

@@ -13,7 +13,6 @@ its lease runs out. Skips, saying why, without a PostgreSQL server.
 from __future__ import annotations
 
 import asyncio
-import signal
 
 import aiohttp
 import psycopg
@@ -35,7 +34,14 @@ from .server_kit import (
     assert_one_review_posted,
     open_pr,
 )
-from .test_server_restart import SECRET, free_port, server_env, start_server, wait_for
+from .test_server_restart import (
+    SECRET,
+    free_port,
+    kill_9,
+    server_env,
+    start_server,
+    wait_for,
+)
 
 LEASE = 2.0
 
@@ -81,8 +87,7 @@ async def test_a_replica_killed_mid_round_is_taken_over_once_by_the_other(tmp_pa
             pids = [p.pid for p in procs]
             dead = next(i for i, pid in enumerate(pids) if f"-{pid}-" in job["owner"])
             survivor = 1 - dead
-            procs[dead].send_signal(signal.SIGKILL)
-            assert await procs[dead].wait() == -signal.SIGKILL
+            await kill_9(procs[dead])
             tap.release()
             assert fake.issue_comments(REPO, NUMBER) == []
 

@@ -80,6 +80,20 @@ def job_rows(db: Path) -> list[tuple]:
         return conn.execute("select status, attempts from jobs order by id").fetchall()
 
 
+async def kill_9(proc) -> None:
+    """SIGKILL the server, as an out-of-memory kill or a lost host would: nothing of it runs
+    after."""
+    proc.send_signal(signal.SIGKILL)
+    assert await proc.wait() == -signal.SIGKILL
+
+
+async def reap(proc) -> None:
+    """Kill the server if it still runs (a test that failed midway) and wait for it."""
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+
+
 async def wait_for(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -118,12 +132,9 @@ async def test_kill_9_mid_round_then_restart_finishes_the_round_once(tmp_path):
             # Mid-round: the review is on GitHub, the job is running, the round not complete.
             bot_reviews = [r for r in fake.reviews(REPO, NUMBER) if r["body"]]
             assert len(bot_reviews) == 1 and job_rows(db) == [("running", 1)]
-            proc.send_signal(signal.SIGKILL)
-            assert await proc.wait() == -signal.SIGKILL
+            await kill_9(proc)
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await reap(proc)
         tap.release()
         assert fake.issue_comments(REPO, NUMBER) == []
 
