@@ -25,11 +25,13 @@ from .server_kit import (
     NUMBER,
     REPO,
     ROUND2_FILES,
+    SCALE_ROUND1,
+    SCALE_ROUND3,
     Tap,
     open_pr,
     running_bot,
+    setup_pr,
 )
-from .test_checks_server import ROUND1, ROUND3, setup_pr
 
 pytestmark = pytest.mark.asyncio
 
@@ -194,14 +196,14 @@ async def test_a_refused_dismissal_does_not_keep_the_others(tmp_path):
         setup_pr(fake, "fail_on: Major\nreview_event: request_changes\n")
         await bot.pull_request("opened")
         await bot.idle()
-        fake.push(REPO, NUMBER, HEAD2, {**ROUND1, "docs/notes.md": "Scaling.\n"})
+        fake.push(REPO, NUMBER, HEAD2, {**SCALE_ROUND1, "docs/notes.md": "Scaling.\n"})
         await bot.pull_request("synchronize")
         await bot.idle()
         asking = [r for r in bot.bot_reviews() if r["state"] == "CHANGES_REQUESTED"]
         assert len(asking) == 2
         tap = Tap(fake)
         tap.hold("PUT", r"/dismissals$")
-        fake.push(REPO, NUMBER, HEAD3, ROUND3)
+        fake.push(REPO, NUMBER, HEAD3, SCALE_ROUND3)
         await bot.pull_request("synchronize")
         await asyncio.wait_for(tap.held.wait(), 20)
         fake.dismiss_review(REPO, NUMBER, asking[0]["id"], "maintainer")
