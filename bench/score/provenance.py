@@ -16,6 +16,7 @@ matched pairs and findings. Precision is None (not 0 or 1) when a part has no fi
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Protocol
 
 from .metrics import prf
@@ -62,18 +63,26 @@ def _by(rounds: list[RoundScore], key) -> dict[str, list[RoundScore]]:
     return {k: groups[k] for k in sorted(groups)}
 
 
-def own_hit_rates(rounds: list[RoundScore], field_name: str) -> dict:
-    """Per ``field_name`` value of the due cards: the share the bot's own findings matched."""
+def hit_rates(rounds: list[RoundScore], field_name: str,
+              matched: Callable[[RoundScore], set[int]]) -> dict:
+    """Per ``field_name`` value of the due cards: the share matched, ``matched(round)`` being
+    the indices of a round's matched cards."""
     due: dict[str, int] = defaultdict(int)
     hit: dict[str, int] = defaultdict(int)
     for rs in rounds:
-        own = {ci for fi, ci, _ in rs.matches if part_of(rs.findings[fi]) == OWN}
+        found = matched(rs)
         for ci, card in enumerate(rs.due):
             label = str(card.get(field_name) or "unknown")
             due[label] += 1
-            hit[label] += ci in own
+            hit[label] += ci in found
     return {label: {"hit_rate": hit[label] / due[label], "hit": hit[label], "due": due[label]}
             for label in sorted(due)}
+
+
+def own_hit_rates(rounds: list[RoundScore], field_name: str) -> dict:
+    """Per ``field_name`` value of the due cards: the share the bot's own findings matched."""
+    return hit_rates(rounds, field_name, lambda rs: {
+        ci for fi, ci, _ in rs.matches if part_of(rs.findings[fi]) == OWN})
 
 
 def split_detection(rounds: list[RoundScore]) -> dict:

@@ -53,7 +53,7 @@ from .metrics import (
     state_confusion,
     tracking_scores,
 )
-from .provenance import split_detection
+from .provenance import hit_rates, split_detection
 
 # Edge costs for the matching (lower is preferred among maximum matchings).
 COMMENT_COST = 0.0
@@ -308,16 +308,7 @@ def _human_signal(rounds: list[RoundScore], tasks: list) -> dict | None:
 
 
 def _hit_rates(rounds: list[RoundScore], field_name: str) -> dict:
-    due: dict[str, int] = defaultdict(int)
-    hit: dict[str, int] = defaultdict(int)
-    for rs in rounds:
-        matched = {ci for _, ci, _ in rs.matches}
-        for ci, card in enumerate(rs.due):
-            label = str(card.get(field_name) or "unknown")
-            due[label] += 1
-            hit[label] += ci in matched
-    return {label: {"hit_rate": hit[label] / due[label], "hit": hit[label], "due": due[label]}
-            for label in sorted(due)}
+    return hit_rates(rounds, field_name, lambda rs: {ci for _, ci, _ in rs.matches})
 
 
 def _per_language(rounds: list[RoundScore]) -> dict:
