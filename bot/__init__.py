@@ -16,8 +16,8 @@ ground up:
 7. ``round``: one review round, gather → plan → publish → commit, and the surfaces that follow
    the ledger between rounds.
 8. ``jobs``: the durable queue, its workers and what each kind of job does.
-9. ``github``, then ``gitlab``: the code-host backends, which plug into the port (GitLab still
-   borrows GitHub's retry policy and webhook body reader).
+9. ``github``, ``gitlab``: the code-host backends, side by side (neither imports the other),
+   which plug into the port and share its core (``bot.forge``: calls, body, delivery).
 10. ``dashboard``: the ledger in the browser for signed-in people (read-only).
 11. ``server``: the HTTP face and the composition root, with the list of backends
     (``bot.server.hosts``), which only the top layers read.
@@ -31,7 +31,7 @@ result on the pull request (``pr``).
 #: the rooms from the ground up; a room imports only rooms of earlier layers
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("observe",), ("store",), ("forge",), ("review",), ("config",), ("pr",), ("round",),
-    ("jobs",), ("github",), ("gitlab",), ("dashboard",), ("server",), ("cli",),
+    ("jobs",), ("github", "gitlab"), ("dashboard",), ("server",), ("cli",),
 )
 
 __all__ = ["LAYERS", "cli", "config", "dashboard", "forge", "github", "gitlab", "jobs", "observe",
