@@ -10,8 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from bench.replay import Harness, replay_task
-from bench.tasks import load_task
+from bench.replay.github import Harness, replay_task
+from bench.tasks.mcr import load_task
 
 from .conftest import EXAMPLES, ROOT
 from .test_surface import ruling_names

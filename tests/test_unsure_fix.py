@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import payloads
+from bench.replay import payloads
 
 from .server_kit import HEAD1, HEAD2, NUMBER, REPO, running_bot
 from .test_checks_server import CORE, runs, setup_pr
