@@ -313,7 +313,9 @@ def _history(rows: list[Row], d: _Detail) -> list[str]:
         out += ["| id | state | severity | type | where | what | raised | last change |",
                 "|---|---|---|---|---|---|---|---|"]
         for r in done:
-            state = f"{r.state} (ignored)" if r.ignored else r.shown_state
+            # a Resolved here is sure or confirmed: the unsure ones are under "To confirm"
+            state = f"{r.state} (ignored)" if r.ignored else \
+                r.state if r.state == "Resolved" else r.shown_state
             out.append(f"| {r.key} | {state} | {r.severity} | {_type(r.type)} | "
                        f"`{_cell(_short_path(location(r)), 80)}` | {_cell(r.description, 100)} | "
                        f"R{r.raised} | R{r.last_change} |")
