@@ -53,13 +53,13 @@ def test_ignore_unblocks_the_gate_and_stays_ignored(repo, capsys):
 
 def test_the_text_report_counts_what_it_leaves_out_as_the_app_does(repo, capsys):
     commit(repo, BASE + fn("one", "    breakpoint()\n") + fn("two"), "debug")
-    code, text, _ = run(repo, capsys, fmt="text")
+    _, text, _ = run(repo, capsys, fmt="text")
     assert text.splitlines()[-1] == "2 open defects"
     keys = [line.split()[0] for line in text.splitlines() if line[:1] == "D"]
-    code, text, _ = run(repo, capsys, "--ignore", keys[0], fmt="text")
+    _, text, _ = run(repo, capsys, "--ignore", keys[0], fmt="text")
     assert keys[0] not in text.splitlines()[2]  # the table leaves the ignored one out...
     assert text.splitlines()[-1] == f"1 open defect, 1 ignored ({keys[0]})"  # ...and says so
-    code, text, _ = run(repo, capsys, "--ignore", keys[1], fmt="text")
+    _, text, _ = run(repo, capsys, "--ignore", keys[1], fmt="text")
     assert text.splitlines()[1:] == [f"no open defects, 2 ignored ({keys[0]}, {keys[1]})"]
 
 

@@ -143,8 +143,8 @@ def test_a_missing_provider_key_is_named_as_serve_names_it(repo, capsys, monkeyp
     assert main(args[:-2] + ["--offline-fallback"]) == 0
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
-        "roundwise: ROUNDWISE_MODEL='openai/gpt-4o-mini' needs OPENAI_API_KEY, which is not "
-        "set (or ROUNDWISE_API_KEY for an OpenAI-compatible server)",
+        ("roundwise: ROUNDWISE_MODEL='openai/gpt-4o-mini' needs OPENAI_API_KEY, which is not "
+         "set (or ROUNDWISE_API_KEY for an OpenAI-compatible server)"),
         "roundwise: reviewing with the offline reviewer (--offline-fallback)"]
     assert any(d["rule"] == "todo-comment" for d in json.loads(captured.out)["defects"])
 

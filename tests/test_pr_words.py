@@ -22,7 +22,7 @@ RULES = ruling_names((ROOT / "tracker" / "rules.py").read_text(encoding="utf-8")
 
 def _unfolded(text: str) -> str:
     """``text`` without its ``<details>`` blocks (what shows before anything is unfolded)."""
-    return re.sub(r"<details>.*?</details>", "", text, flags=re.S)
+    return re.sub(r"<details>.*?</details>", "", text, flags=re.DOTALL)
 
 
 async def _posted(tmp_path: Path) -> dict[str, list[dict]]:
