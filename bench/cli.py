@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
 from .replay import REPLAYS
 from .score import risk
 from .score.tracking import pair_records, replay_tasks, score_replays
-from .tasks.mcr import TaskError, load_tasks
+from .tasks.mcr import TaskError, load_tasks, named_file_errors
 from .tune.calibration import held_out_records
 
 EXAMPLES = Path(__file__).parent / "examples"
@@ -60,6 +61,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      help="the code host to replay through: the fake GitHub (default) or "
                           "the fake GitLab")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--offline-fallback", action="store_true",
+                     help="keep a run whose model cannot be used or never answered (its rounds "
+                          "tracked from the code only) instead of failing it; a model that "
+                          "cannot be used at all is replaced by the offline reviewer")
     run.add_argument("--repo-settings", metavar="FILE",
                      help="a .github/roundwise.yml given to every task's repository (e.g. to "
                           "replay with converge or paths settings)")
@@ -118,18 +123,37 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_export(bsub)
 
 
+class _BadInput(Exception):
+    """Task files that end the command: one ``FILE: WHERE: WHY`` line each."""
+
+
+def _say(error: _BadInput) -> int:
+    print("\n".join(f"roundwise: {line}" for line in error.args[0]), file=sys.stderr)
+    return 2
+
+
 def _load(paths: list[str]):
+    """The tasks under ``paths``; a task file named there that is malformed, or no valid task
+    at all, ends the command (exit status 2) with the file, the place and the reason."""
+    named = named_file_errors(paths)
+    if named:
+        raise _BadInput(named)
     try:
         tasks, errors = load_tasks(paths)
     except TaskError as exc:
-        raise SystemExit(f"roundwise: {exc}")
+        raise _BadInput([str(exc)]) from None
+    if not tasks:
+        raise _BadInput(errors or ["no task files found in " + ", ".join(paths)])
     for error in errors:
         print(f"skipped: {error}", file=sys.stderr)
     return tasks
 
 
 def cmd_demo(args) -> int:
-    tasks = _load(args.tasks)
+    try:
+        tasks = _load(args.tasks)
+    except _BadInput as exc:
+        return _say(exc)
     replays = replay_tasks(tasks)
     for replay in replays:
         task = replay.task
@@ -150,7 +174,10 @@ def cmd_demo(args) -> int:
 def cmd_tracking(args) -> int:
     from .score.tracking import naive_decide, replay_with_feedback
 
-    tasks = _load(args.tasks)
+    try:
+        tasks = _load(args.tasks)
+    except _BadInput as exc:
+        return _say(exc)
     replays = replay_with_feedback(tasks) if args.feedback else replay_tasks(tasks)
     scores = score_replays(replays)
     baseline = None
@@ -285,28 +312,85 @@ def cmd_run(args) -> int:
 
     if _needs_extra():  # a server-only install: say so before replaying anything
         return 2
+    named = named_file_errors(args.tasks)
+    if named:  # a file named on the command line must be a task: say where it is not
+        return _say(_BadInput(named))
+    model = args.model
+    if model and not args.baseline:
+        problems = _model_problems(args)
+        for problem in problems:
+            print(f"roundwise: {problem}", file=sys.stderr)
+        if problems and not args.offline_fallback:
+            return 2
+        if problems:
+            print("roundwise: replaying with the offline reviewer (--offline-fallback)",
+                  file=sys.stderr)
+            model = None
     from .run import RunOptions, run
 
     opts = RunOptions(
-        tasks=args.tasks, out=Path(args.out), model=args.model, api_base=args.api_base,
+        tasks=args.tasks, out=Path(args.out), model=model, api_base=args.api_base,
         judge=args.judge, concurrency=args.concurrency, baseline=args.baseline,
         limit=args.limit, resume=args.resume, cache=Path(args.cache) if args.cache else None,
         tolerance=args.tolerance, progress=not args.quiet, forge=args.forge,
         repo_settings=Path(args.repo_settings).read_text() if args.repo_settings else None,
         timeout=args.timeout, round_timeout=args.round_timeout,
     )
+    silence = _FirstSilence()
+    logging.getLogger("bot.review.llm").addHandler(silence)
     try:
         summary = asyncio.run(run(opts))
     except (TaskError, ValueError) as exc:
         print(f"roundwise: {exc}", file=sys.stderr)
         return 2
+    finally:
+        logging.getLogger("bot.review.llm").removeHandler(silence)
     for message in summary["run"]["skipped_inputs"]:
         print(f"skipped: {message}", file=sys.stderr)
     for task, error in summary["run"]["tasks_failed"].items():
         print(f"failed: {task}: {error}", file=sys.stderr)
     print(headline(summary))
     print(f"report: {Path(args.out) / 'report.md'} and {Path(args.out) / 'report.html'}")
+    llm = summary.get("llm") or {}
+    if model and not args.baseline and not llm.get("calls") and llm.get("failed"):
+        # every round was tracked from the code only: not the run that was asked for
+        failed = llm["failed"]
+        print(f"roundwise: the model {model} never answered ({failed} call"
+              f"{'s' * (failed != 1)} without an answer{f': {silence.first}' if silence.first else ''})"
+              + ("; kept, tracked from the code only (--offline-fallback)"
+                 if args.offline_fallback else "; pass --offline-fallback to keep such a run"),
+              file=sys.stderr)
+        if not args.offline_fallback:
+            return 1
     return 1 if summary["run"]["tasks_failed"] else 0
+
+
+class _FirstSilence(logging.Handler):
+    """Keeps the first "no answer from MODEL: why" the bot's model client logs during a run (in
+    one line), for the line that says why a run's model never answered; the client's other
+    warnings are counted in the headline instead of printed one by one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.first: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if self.first is None and message.startswith("no answer from"):
+            self.first = " ".join(message.split())[:300]
+
+
+def _model_problems(args) -> list[str]:
+    """What makes the run's model unusable before any call (a provider litellm does not know,
+    a key not set), in the words ``roundwise serve`` uses."""
+    import os
+
+    from bot.review.llm_config import LLMConfig
+    from bot.server.startup import check_model
+
+    llm = LLMConfig.from_env(os.environ, model=args.model, api_base=args.api_base)
+    return check_model(llm, os.environ, names=("--model", "ROUNDWISE_FALLBACK_MODEL"),
+                       keyless_local=True)
 
 
 def _prf(d: dict) -> str:

@@ -238,7 +238,9 @@ async def run(opts: RunOptions) -> dict:
         raise ValueError("--baseline stateless needs --model (the same model as the run)")
     tasks, skipped = gather_tasks(opts.tasks, opts.limit)
     if not tasks:
-        raise TaskError("no valid tasks found in " + ", ".join(opts.tasks))
+        why = f": {skipped[0]}" + (f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else "") \
+            if skipped else ""
+        raise TaskError("no valid tasks found in " + ", ".join(opts.tasks) + why)
     opts.out.mkdir(parents=True, exist_ok=True)
     (opts.out / "tasks").mkdir(exist_ok=True)
     todo = [t for t in tasks if not (opts.resume and _task_file(opts.out, t.task_id).exists())]

@@ -66,6 +66,23 @@ def test_removing_every_anchored_line_is_a_deletion():
     assert lines(new, 10, 10) == ["line 12"]
 
 
+@pytest.mark.parametrize("new, anchor, said", [
+    (OLD.replace("line 11\n", "line eleven\n"), (11, 11),
+     "the line was rewritten (now a.py:11)"),
+    (OLD.replace("line 11\n", "line eleven\n"), (10, 12),
+     "one of its lines was rewritten (now a.py:10-12)"),
+    (OLD.replace("line 11\n", "line 11\ninserted\n"), (10, 12),
+     "a line was added to it (now a.py:10-13)"),
+    (OLD.replace("line 11\n", "a\nb\nc\n"), (10, 12), "1 line of it became 3 lines (now a.py:10-14)"),
+    (OLD.replace("line 10\nline 11\n", ""), (10, 11), "the 2 lines it is on were removed (near a.py:10)"),
+    (OLD.replace("line 12\n", "line 12\nafter\n"), (10, 12),
+     "the lines it is on did not change (now a.py:10-12); the code next to it changed"),
+])
+def test_what_became_of_the_lines_is_said_in_a_reviewers_words(new, anchor, said):
+    """Evidence as a reviewer writes it: no "0 line(s) removed, 1 added", no "a.py:11-11"."""
+    assert DiffMap(file_diff("a.py", OLD, new)).map(Anchor("a.py", *anchor)).describe() == said
+
+
 def test_deleted_file_has_no_anchor_left():
     mapped = DiffMap(file_diff("a.py", OLD, None)).map(Anchor("a.py", 3, 4))
     assert mapped.status is Status.DELETED and mapped.anchor is None

@@ -83,6 +83,7 @@ def test_no_valid_tasks_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[]")
     code, _, err = run(capsys, "--tasks", str(tmp_path), "--out", str(tmp_path / "o"))
     assert code == 2 and "no valid tasks" in err
+    assert f"{tmp_path / 'x.json'}: a task is a JSON object" in err  # and why
 
 
 async def test_timeout_flag_reaches_the_bot_and_calls_without_answer_are_counted(tmp_path,
@@ -98,9 +99,48 @@ async def test_timeout_flag_reaches_the_bot_and_calls_without_answer_are_counted
         code = await asyncio.to_thread(
             main, ["bench", "run", "--quiet", "--tasks", str(task), "--out", str(tmp_path),
                    "--model", "openai/slow", "--api-base", llm.url, "--timeout", "0.2"])
-    assert code == 0
+    # the model never answered: the run fails, with one line saying why, after its report
+    assert code == 1
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["llm"]["failed"] >= 2 and summary["llm"]["dropped"]["llm_error"] >= 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr()
     assert f"model      {summary['llm']['calls']} call(s), {summary['llm']['failed']} " \
-           "without an answer; dropped " in out and "llm_error" in out
+           "without an answer; dropped " in out.out and "llm_error" in out.out
+    [line] = [x for x in out.err.splitlines() if "never answered" in x]
+    assert line.startswith(f"roundwise: the model openai/slow never answered "
+                           f"({summary['llm']['failed']} calls without an answer: no answer "
+                           "from openai/slow: Timeout")
+    assert line.endswith("pass --offline-fallback to keep such a run")
+
+
+def test_a_model_that_cannot_be_used_fails_the_run_unless_offline_fallback(tmp_path, capsys):
+    code, out, err = run(capsys, "--tasks", str(JAVA), "--out", str(tmp_path / "a"),
+                         "--model", "nosuchprovider/foo")
+    assert (code, out) == (2, "")  # refused before anything was replayed
+    assert err == ("roundwise: --model='nosuchprovider/foo': litellm does not know this model's "
+                   "provider; prefix it with one, e.g. openai/, anthropic/, ollama/\n")
+    assert not (tmp_path / "a").exists()
+    code, out, err = run(capsys, "--tasks", str(JAVA), "--out", str(tmp_path / "b"),
+                         "--model", "nosuchprovider/foo", "--offline-fallback")
+    assert code == 0 and "reviewer offline" in out
+    assert err.splitlines()[-1] == ("roundwise: replaying with the offline reviewer "
+                                    "(--offline-fallback)")
+
+
+def test_a_malformed_task_file_is_one_line_with_where_and_why_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "mcr-task/1",\n "rounds": [}')
+    want = f"roundwise: {bad}: line 2, column 13: not valid JSON (Expecting value)\n"
+    for argv in (["demo", "--tasks", str(bad)], ["bench", "tracking", "--tasks", str(bad)],
+                 ["bench", "run", "--quiet", "--tasks", str(bad), "--out", str(tmp_path / "o")]):
+        assert main(argv) == 2, argv
+        printed = capsys.readouterr()
+        assert (printed.out, printed.err) == ("", want), argv
+    # named beside a good task, it still stops the run: the person asked for it by name
+    assert main(["demo", "--tasks", str(JAVA), str(bad)]) == 2
+    broken = json.loads(JAVA.read_text())
+    del broken["rounds"][1]["head_sha"]
+    bad.write_text(json.dumps(broken))
+    assert main(["demo", "--tasks", str(bad)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"roundwise: {bad}: round 2: missing field 'head_sha'\n")

@@ -132,5 +132,7 @@ async def test_an_unsure_decision_is_shown_as_such_in_the_summary_and_the_check(
         assert decided["rule"] == "pr-unaddressed" and decided["confidence"] < 0.7
         assert f"| {remark.key} | Open (likely still open) |" in _summary(bot)
         [run] = [r for r in bot.fake.check_runs(REPO, sha(2)) if r["name"] == "roundwise"]
-        assert f"**{remark.key}** likely still open: `pr-unaddressed`" in \
-            run["output"]["summary"]
+        shown = round(100 * decided["confidence"])
+        assert f"**{remark.key}** likely still open, {shown}% likely right: a remark on the " \
+            "whole PR that names no code" in run["output"]["summary"]
+        assert "pr-unaddressed" not in run["output"]["summary"]  # the rule's name is folded

@@ -51,6 +51,18 @@ def test_ignore_unblocks_the_gate_and_stays_ignored(repo, capsys):
     assert ("ignored", "ignored by dev", "human") in rows
 
 
+def test_the_text_report_counts_what_it_leaves_out_as_the_app_does(repo, capsys):
+    commit(repo, BASE + fn("one", "    breakpoint()\n") + fn("two"), "debug")
+    _, text, _ = run(repo, capsys, fmt="text")
+    assert text.splitlines()[-1] == "2 open defects"
+    keys = [line.split()[0] for line in text.splitlines() if line[:1] == "D"]
+    _, text, _ = run(repo, capsys, "--ignore", keys[0], fmt="text")
+    assert keys[0] not in text.splitlines()[2]  # the table leaves the ignored one out...
+    assert text.splitlines()[-1] == f"1 open defect, 1 ignored ({keys[0]})"  # ...and says so
+    _, text, _ = run(repo, capsys, "--ignore", keys[1], fmt="text")
+    assert text.splitlines()[1:] == [f"no open defects, 2 ignored ({keys[0]}, {keys[1]})"]
+
+
 def test_resolve_marks_a_defect_resolved_as_the_command_does(repo, capsys):
     commit(repo, BASE + fn("one"), "print")
     _, report, _ = run(repo, capsys)
@@ -79,7 +91,7 @@ def test_dismissed_kind_held_back_then_unmuted_locally(repo, capsys):
     run(repo, capsys, *[x for k in keys for x in ("--ignore", k)])
     commit(repo, BASE + fn("one") + fn("two") + fn("three") + fn("four"), "another print")
     code, text, _ = run(repo, capsys, fmt="text")
-    assert "held back: 1 finding(s), not tracked" in text
+    assert "held back: 1 finding, not tracked" in text
     assert "debug-print is muted (roundwise review --unmute debug-print)" in text
     capsys.readouterr()
     assert main(["stats", "--ledger", str(repo / ".git" / "roundwise" / "ledger.db"),

@@ -128,6 +128,27 @@ def test_unreachable_model_exits_2_with_one_line_unless_offline_fallback(repo, c
     assert "offline reviewer" in captured.err
 
 
+def test_a_missing_provider_key_is_named_as_serve_names_it(repo, capsys, monkeypatch):
+    _clear_llm_env(monkeypatch)
+    commit(repo, DIV + "    # TODO: zero\n", "add div")
+    args = ["review", "--repo", str(repo), "--base", "main", "--format", "json",
+            "--model", "openai/gpt-4o-mini"]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("roundwise: --model='openai/gpt-4o-mini' needs OPENAI_API_KEY, "
+                            "which is not set (or ROUNDWISE_API_KEY for an OpenAI-compatible "
+                            "server)\n")  # without -v, and before any call is tried
+    monkeypatch.setenv("ROUNDWISE_MODEL", "openai/gpt-4o-mini")
+    assert main(args[:-2] + ["--offline-fallback"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        ("roundwise: ROUNDWISE_MODEL='openai/gpt-4o-mini' needs OPENAI_API_KEY, which is not "
+         "set (or ROUNDWISE_API_KEY for an OpenAI-compatible server)"),
+        "roundwise: reviewing with the offline reviewer (--offline-fallback)"]
+    assert any(d["rule"] == "todo-comment" for d in json.loads(captured.out)["defects"])
+
+
 def test_flags_override_the_environment():
     parser = build_parser()
     env = {"ROUNDWISE_MODEL": "openai/a", "ROUNDWISE_API_BASE": "http://env/v1",
@@ -197,7 +218,7 @@ def test_fixes_are_printed_and_written_as_a_patch_that_applies(repo, capsys, tmp
     code = main(["review", "--repo", str(repo), "--base", "main", "--format", "text",
                  "--fix-patch", str(patch)])
     out, err = capsys.readouterr()
-    assert code == 0 and "fix: delete the line(s)" in out
+    assert code == 0 and "fix: delete the line\n" in out
     assert "wrote 2 fix(es)" in err
     subprocess.run(["git", "-C", str(repo), "apply", str(patch)], check=True)
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    total = a + b\n    return total\n"

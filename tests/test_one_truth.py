@@ -99,8 +99,9 @@ async def test_a_command_shows_in_this_round_of_the_summary(tmp_path):
         await bot.comment("maintainer", "/roundwise resolve D2")
         await bot.idle()
         body = summary(bot)
-        assert "**D2** New → **Resolved** (a person's action, `command_resolve`): maintainer " \
+        assert "**D2** New → **Resolved** (a person's action): maintainer " \
                "ran /roundwise resolve" in body
+        assert "- D2: `command_resolve` (a person's action)" in body  # in the folded why
         assert "**1 open defect, 1 Major**" in body
         # the bot's own thread of D2 is folded, as a round would fold it
         assert thread_of(bot, "D2")["is_resolved"] is True

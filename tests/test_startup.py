@@ -315,3 +315,11 @@ async def test_json_logs_put_the_delivery_and_pr_on_every_line_of_a_job(tmp_path
     assert job_lines
     for record in job_lines:
         assert record["delivery"] == "delivery-json-1" and record["pr"] == f"{REPO}#{NUMBER}"
+
+
+def test_a_model_litellm_does_not_know_is_one_line_without_litellm_s_banner(tmp_path):
+    done = serve(base_env(tmp_path, ROUNDWISE_MODEL="nosuchprovider/foo"), tmp_path)
+    [problem] = refused(done)
+    assert problem.startswith("ROUNDWISE_MODEL='nosuchprovider/foo': litellm does not know")
+    # litellm prints a red "Provider List" banner to stdout unless told not to
+    assert done.stdout == "" and "Provider List" not in done.stderr + done.stdout

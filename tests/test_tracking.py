@@ -65,9 +65,9 @@ def test_task_loader_reports_bad_files_by_name(tmp_path):
     (tmp_path / "short.json").write_text(json.dumps(good))
     tasks, errors = load_tasks([tmp_path])
     assert tasks == []
-    assert any("bad.json: cannot read task" in e for e in errors)
+    assert any("bad.json: line 1, column 2: not valid JSON" in e for e in errors)
     assert any("wrong.json: schema is 'other/1'" in e for e in errors)
-    assert any("short.json defect D1: 1 states for 2 rounds" in e for e in errors)
+    assert any("short.json: defect D1: 1 states for 2 rounds" in e for e in errors)
     with pytest.raises(TaskError, match="no such file"):
         load_tasks([tmp_path / "missing"])
 

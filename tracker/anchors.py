@@ -27,7 +27,7 @@ from functools import cached_property
 import unidiff
 
 from .gitpath import diff_path
-from .lines import split_lines
+from .lines import place, split_lines
 from .roundcache import per_text
 
 NEARBY_LINES = 1  # an edit on the line just before or after an anchor counts as next to it
@@ -95,20 +95,38 @@ class Mapped:
         return normalise(self.removed) != normalise(self.added)
 
     def describe(self) -> str:
-        """One sentence of evidence for the ledger."""
-        where = f"{self.anchor.path}:{self.anchor.start}-{self.anchor.end}" if self.anchor else "-"
+        """One sentence of evidence, in a reviewer's words."""
+        where = place(self.anchor.path, self.anchor.start, self.anchor.end) if self.anchor \
+            else "-"
         if self.status is Status.UNTOUCHED:
-            note = " (code next to it changed)" if self.nearby_change else ""
-            moved = f", file renamed from {self.renamed_from}" if self.renamed_from else ""
-            return f"anchored lines unchanged, now at {where}{moved}{note}"
+            note = "; the code next to it changed" if self.nearby_change else ""
+            moved = f", in the file renamed from {self.renamed_from}" if self.renamed_from \
+                else ""
+            return f"the lines it is on did not change (now {where}{moved}){note}"
         if self.status is Status.DELETED:
             if self.anchor is None:
-                return "the file holding the anchored lines was deleted"
-            return f"all {len(self.removed)} anchored line(s) were removed (near {where})"
-        return (
-            f"anchored code changed: {len(self.removed)} line(s) removed, "
-            f"{len(self.added)} added, now at {where}"
-        )
+                return "the file it is in was deleted"
+            n = len(self.removed)
+            what = "the line it is on was" if n == 1 else f"the {n} lines it is on were"
+            return f"{what} removed (near {where})"
+        removed, added = len(self.removed), len(self.added)
+        single = self.anchor is not None and self.anchor.start == self.anchor.end
+        if removed == added == 1:
+            what = "the line was rewritten" if single else "one of its lines was rewritten"
+        elif not removed:
+            what = ("a line was" if added == 1 else f"{added} lines were") + " added to it"
+        elif not added:
+            what = ("a line was" if removed == 1 else f"{removed} lines were") + \
+                " removed from it"
+        elif removed == added:
+            what = f"{removed} of its lines were rewritten"
+        else:
+            what = f"{_lines(removed)} of it became {_lines(added)}"
+        return f"{what} (now {where})"
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' * (n != 1)}"
 
 
 def strip_prefix(name: str | None) -> str | None:

@@ -35,6 +35,7 @@ from .anchors import (
 )
 from .diffindex import changes
 from .lifecycle import State, carry_forward
+from .lines import place
 from .models import DecidedBy, Decision, Defect, Signal, SignalKind
 from .profile import read_profile
 from .roundcache import one_round
@@ -192,7 +193,7 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
             if where and changes(rnd.diff, path).adds_within(*where):
                 return Decision(
                     defect.key, State.REOPENED, "fingerprint-reappeared",
-                    f"the code it was about came back at {path}:{where[0]}-{where[1]}",
+                    f"the code it was about came back at {place(path, *where)}",
                     candidate=True, path=path, line_start=where[0], line_end=where[1],
                     confidence=0.7,
                 )

@@ -396,7 +396,8 @@ def blank_lines(case: Case) -> Ruling | None:
         return Ruling(State.RESOLVED, "blank-line-fixed", f"the comment asks to remove a blank "
                       f"line: {was} stood there, {now} now ({where})", 0.8)
     return Ruling(State.OPEN, "blank-line-unchanged", f"the comment asks to remove a blank "
-                  f"line, and the {was} blank line(s) at {where} still stand", 0.75)
+                  f"line, and the {'blank line' if was == 1 else f'{was} blank lines'} at "
+                  f"{where} still stand{'s' * (was == 1)}", 0.75)
 
 
 def _blank_run_now(case: Case, run: tuple[int, int], near: int) -> int | None:
@@ -440,8 +441,33 @@ def subject_removed(case: Case) -> Ruling | None:
     gone = sorted(t for t in named if now[t] < tokens(case.range_code)[t])
     if not gone:
         return None
-    return Ruling(State.RESOLVED, "subject-removed", f"`{'`, `'.join(gone[:3])}`, which the "
-                  f"comment is about, no longer stands in the anchored lines", 0.8)
+    return Ruling(State.RESOLVED, "subject-removed", _gone_from(case, gone), 0.8)
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`\n]*`')
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*")
+
+
+def _gone_from(case: Case, gone: list[str]) -> str:
+    """Evidence for ``subject_removed`` in a reviewer's words: the code on the lines that held
+    the ``gone`` words ("`console.log` is gone from line 6"), read outside string literals;
+    the words themselves when none of that code is."""
+    d = case.defect
+    end = d.line_end or d.line_start
+    lines = (f"line {d.line_start}" if end == d.line_start else f"lines {d.line_start}-{end}") \
+        if d.line_start else "its lines"
+    m = case.mapped
+    now = "".join(lines_of(case.new_text, m.anchor.start, m.anchor.end).split()) \
+        if m and m.anchor else ""
+    code = []
+    for found in _DOTTED.findall(_STRING.sub(" ", case.range_code)):
+        name = "".join(found.split())
+        words = set(re.split(r"\.|::|->", name))
+        if words & set(gone) and name not in now and name not in code and \
+                name not in _KEYWORDS:
+            code.append(name)
+    shown = code[:3] or gone[:3]
+    return f"`{'`, `'.join(shown)}` {'is' if len(shown) == 1 else 'are'} gone from {lines}"
 
 
 def _rare(case: Case) -> set[str]:

@@ -132,7 +132,7 @@ def parse_task(data: dict, path: str = "") -> Task:
         raise TaskError(f"{where}: no rounds")
     rounds = []
     for i, r in enumerate(raw_rounds, start=1):
-        rw = f"{where} round {i}"
+        rw = f"{where}: round {i}"
         if not isinstance(r, dict):
             raise TaskError(f"{rw}: not an object")
         if r.get("round", i) != i:
@@ -153,7 +153,7 @@ def parse_task(data: dict, path: str = "") -> Task:
         )
     defects = list(data.get("defects") or [])
     for d in defects:
-        dw = f"{where} defect {d.get('id', '?')}"
+        dw = f"{where}: defect {d.get('id', '?')}"
         for key in ("id", "path", "line_start", "raised_in_round", "states"):
             if key not in d:
                 raise TaskError(f"{dw}: missing field {key!r}")
@@ -180,9 +180,25 @@ def load_task(path: str | Path) -> Task:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except json.JSONDecodeError as exc:
+        raise TaskError(f"{path}: line {exc.lineno}, column {exc.colno}: not valid JSON "
+                        f"({exc.msg})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"{path}: cannot read task: {exc}") from exc
     return parse_task(data, str(path))
+
+
+def named_file_errors(paths: list[str | Path]) -> list[str]:
+    """One message per task file named in ``paths`` itself (not found in a folder) that is not
+    a valid task: a file a person names must be right, where a folder's bad files are skipped."""
+    errors = []
+    for path in map(Path, paths):
+        if path.is_file():
+            try:
+                load_task(path)
+            except TaskError as exc:
+                errors.append(str(exc))
+    return errors
 
 
 def task_files(paths: list[str | Path]) -> list[Path]:

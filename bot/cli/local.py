@@ -301,6 +301,22 @@ def cmd_review(args) -> int:
         return 2
     engine = None
     if llm is not None:
+        from ..server.startup import check_model
+
+        # what serve would refuse to start with (a key not set, a provider litellm does not
+        # know), said before any call instead of "could not be reached" after the retries
+        problems = check_model(llm, os.environ, keyless_local=True, names=(
+            "--model" if args.model else "ROUNDWISE_MODEL",
+            "--fallback-model" if args.fallback_model else "ROUNDWISE_FALLBACK_MODEL"))
+        for problem in problems:
+            print(f"roundwise: {problem}", file=sys.stderr)
+        if problems and not args.offline_fallback:
+            return 2
+        if problems:
+            print("roundwise: reviewing with the offline reviewer (--offline-fallback)",
+                  file=sys.stderr)
+            llm = None
+    if llm is not None:
         from ..review.llm import build_llm_engine
 
         engine = build_llm_engine(llm)

@@ -16,7 +16,7 @@ import textwrap
 
 from .printable import printable
 
-__all__ = ["as_text", "shorten"]
+__all__ = ["as_text", "shorten", "tally"]
 
 INDENT = " " * 6
 EVIDENCE_CHARS = 320
@@ -45,9 +45,11 @@ def as_text(report: dict, width: int | None = None) -> str:
              f"({report['base'][:7]}...{report['head'][:7]})")
     shown = [d for d in report["defects"] if not d["ignored"]]
     lines = [title]
-    if not shown:
+    if not report["defects"]:
         lines.append("no defects found")
         return "\n".join(lines + _held(report))
+    if not shown:
+        return "\n".join(lines + [tally(report["defects"])] + _held(report))
     key_width = max(4, *(len(d["key"]) for d in shown)) + 2
     row = f"{{:<{key_width}}}{{:<{STATE_WIDTH}}}{{:<{STATE_WIDTH}}}{{:<{SEVERITY_WIDTH}}}{{}}"
     lines.append(row.format("KEY", "STATE", "WAS", "SEVERITY", "WHERE"))
@@ -69,8 +71,22 @@ def as_text(report: dict, width: int | None = None) -> str:
                 lines.extend(INDENT + "  " + printable(ln.removesuffix("\r"), lines=True)
                              for ln in d["fix"].removesuffix("\n").split("\n"))
             else:
-                lines.append(INDENT + "fix: delete the line(s)")
-    return "\n".join(lines + _held(report))
+                lines.append(INDENT + "fix: delete the line" + "s" * (
+                    (d.get("line_end") or d["line_start"] or 0) != d["line_start"]))
+    return "\n".join(lines + [tally(report["defects"])] + _held(report))
+
+
+def tally(defects: list[dict]) -> str:
+    """The branch's defects counted as the App's summary counts them: "1 open defect, 2
+    resolved, 1 ignored (D6)"; the ignored ones, which the table leaves out, by key."""
+    counted = [d for d in defects if not d["ignored"]]
+    standing = sum(d["state"] in ("New", "Open", "Reopened") for d in counted)
+    resolved = sum(d["state"] == "Resolved" for d in counted)
+    ignored = [d["key"] for d in defects if d["ignored"]]
+    parts = [f"{standing} open defect{'s' * (standing != 1)}" if standing else "no open defects"]
+    parts += [f"{resolved} resolved"] if resolved else []
+    parts += [f"{len(ignored)} ignored ({', '.join(ignored)})"] if ignored else []
+    return ", ".join(parts)
 
 
 def _held(report: dict) -> list[str]:
@@ -78,7 +94,7 @@ def _held(report: dict) -> list[str]:
     held = report.get("held") or []
     if not held:
         return []
-    out = [f"held back: {len(held)} finding(s), not tracked"]
+    out = [f"held back: {len(held)} finding{'s' * (len(held) != 1)}, not tracked"]
     for h in held:
         where = _where(h)
         kind = printable(h.get("kind"))

@@ -30,6 +30,7 @@ from ..forge import Forge, ForgeError, NotFound, Unprocessable
 from ..forge.coverage import holds_gate
 from ..store.offload import off_loop
 from . import unreviewed as partial_files
+from .hedge import hedged
 
 __all__ = ["NAME", "blocking", "complete", "conclusion", "fail", "output", "refresh",
            "standing", "start", "supersede"]
@@ -49,11 +50,20 @@ def standing(defects: list[Defect]) -> list[Defect]:
     return [d for d in defects if not d.ignored and d.state in OPEN_STATES]
 
 
-def blocking(defects: list[Defect], threshold: str | None) -> list[Defect]:
-    """The standing defects at or above ``threshold`` (none when there is no threshold)."""
+def to_confirm(defects: list[Defect], unsure: set[str] = frozenset()) -> list[Defect]:
+    """The Resolved defects a person is asked to confirm (``bot.pr.hedge``): ``unsure``."""
+    return [d for d in defects if not d.ignored and d.state is State.RESOLVED
+            and d.key in unsure]
+
+
+def blocking(defects: list[Defect], threshold: str | None,
+             unsure: set[str] = frozenset()) -> list[Defect]:
+    """The standing defects at or above ``threshold`` (none when there is no threshold), a
+    Resolved nobody is sure of (``unsure``) among them: the gate does not take it as fixed."""
     if not threshold:
         return []
-    return [d for d in standing(defects) if severity_rank(d.severity) >= severity_rank(threshold)]
+    return [d for d in standing(defects) + to_confirm(defects, unsure)
+            if severity_rank(d.severity) >= severity_rank(threshold)]
 
 
 def blocking_keys(report_defects: list[dict], threshold: str) -> list[str]:
@@ -64,16 +74,19 @@ def blocking_keys(report_defects: list[dict], threshold: str) -> list[str]:
             and severity_rank(d.get("severity")) >= severity_rank(threshold)]
 
 
-def conclusion(defects: list[Defect], fail_on: str | None) -> str:
-    if blocking(defects, fail_on):
+def conclusion(defects: list[Defect], fail_on: str | None,
+               unsure: set[str] = frozenset()) -> str:
+    if blocking(defects, fail_on, unsure):
         return "failure"
-    return "neutral" if standing(defects) else "success"
+    return "neutral" if standing(defects) or to_confirm(defects, unsure) else "success"
 
 
-def title(defects: list[Defect], fail_on: str | None) -> str:
-    """E.g. ``2 open (1 Major), 3 resolved``: the open count with its severe part."""
+def title(defects: list[Defect], fail_on: str | None, unsure: set[str] = frozenset()) -> str:
+    """E.g. ``2 open (1 Major), 1 to confirm, 3 resolved``: the open count with its severe
+    part, then the fixes a person is asked to confirm."""
     open_ = standing(defects)
     severe = blocking(defects, fail_on or "Major")
+    confirm = len(to_confirm(defects, unsure))
     parts = []
     if open_:
         by = {s: sum(d.severity == s for d in severe) for s in reversed(SEVERITIES)}
@@ -81,7 +94,9 @@ def title(defects: list[Defect], fail_on: str | None) -> str:
         parts.append(f"{len(open_)} open" + (f" ({detail})" if detail else ""))
     else:
         parts.append("no open defects")
-    resolved = sum(1 for d in defects if not d.ignored and d.state is State.RESOLVED)
+    if confirm:
+        parts.append(f"{confirm} to confirm")
+    resolved = sum(1 for d in defects if not d.ignored and d.state is State.RESOLVED) - confirm
     if resolved:
         parts.append(f"{resolved} resolved")
     ignored = sum(1 for d in defects if d.ignored)
@@ -90,12 +105,17 @@ def title(defects: list[Defect], fail_on: str | None) -> str:
     return ", ".join(parts)
 
 
-def _verdict(defects: list[Defect], fail_on: str | None) -> str:
-    gate = blocking(defects, fail_on)
+def _verdict(defects: list[Defect], fail_on: str | None, unsure: set[str] = frozenset()) -> str:
+    gate = blocking(defects, fail_on, unsure)
     if gate:
-        return (f"**Failing:** {len(gate)} open defect(s) at or above {fail_on} "
-                f"(`fail_on: {fail_on}` in `.github/roundwise.yml`).")
-    open_ = standing(defects)
+        confirm = [d.key for d in gate if d.key in unsure]
+        line = (f"**Failing:** {len(gate)} open defect{'s' * (len(gate) != 1)} at or above "
+                f"{fail_on} (`fail_on: {fail_on}` in `.github/roundwise.yml`).")
+        if confirm:
+            line += (f" {', '.join(confirm)} may be fixed, but roundwise is not sure: resolve "
+                     f"{'its thread' if len(confirm) == 1 else 'their threads'} if so.")
+        return line
+    open_ = standing(defects) + to_confirm(defects, unsure)
     if open_:
         # Say what would fail the check now: the most severe open defects' severity.
         worst = max((d.severity for d in open_), key=severity_rank)
@@ -124,37 +144,44 @@ def _cell(text: str, limit: int = 160) -> str:
 
 
 def unsure_lines(decisions: list[dict]) -> list[str]:
-    """The round's decisions the tracker was unsure of (``tracker.calibration``), in words."""
+    """The round's decisions the tracker was unsure of (``tracker.calibration``), in words:
+    the evidence, not the rule's name."""
     out = []
     for d in sorted(decisions, key=lambda d: d.get("confidence") or 0):
         label = unsure_label(d.get("state", ""), d.get("confidence"))
-        if label and d.get("decided_by") != "human":
-            out.append(f"- **{d['key']}** {label}: `{d.get('rule')}`, "
-                       f"{round(100 * d['confidence'])}% likely right")
+        if label and d.get("decided_by") == "rule":
+            evidence = _cell(d.get("evidence") or "", 200)
+            out.append(f"- **{d['key']}** {label}, {round(100 * d['confidence'])}% likely "
+                       f"right{f': {evidence}' if evidence else ''}")
     return ["Unsure this round (no verifier confirmed them):", "", *out, ""] if out else []
 
 
 def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
            summary_url: str | None = None, decisions: list[dict] = (),
-           left_out: tuple[list, int] = ([], 0), result: str | None = None) -> dict:
+           left_out: tuple[list, int] = ([], 0), result: str | None = None,
+           unsure: set[str] = frozenset()) -> dict:
     """The check run's ``output`` without annotations: title, summary and the defect table;
     ``decisions``: the round's decisions (as its plan stores them), for the unsure ones;
     ``left_out``: the changed files the round did not review and how many were not listed
-    (``bot.pr.unreviewed``), and ``result`` the conclusion they led to."""
+    (``bot.pr.unreviewed``), and ``result`` the conclusion they led to; ``unsure``: the
+    Resolved defects a person is asked to confirm."""
     unreviewed, unlisted = left_out
     lines = partial_files.check_lines(unreviewed, unlisted, result or "neutral")
-    lines += [_verdict(defects, fail_on), ""]
+    lines += [_verdict(defects, fail_on, unsure), ""]
     if summary_url:
         lines += [f"The full ledger is in the [roundwise summary]({summary_url}).", ""]
     lines += unsure_lines(list(decisions))
-    rows = sorted(standing(defects), key=lambda d: -severity_rank(d.severity))
+    rows = sorted(standing(defects) + to_confirm(defects, unsure),
+                  key=lambda d: -severity_rank(d.severity))
     text = []
     if rows:
         text += ["| id | severity | type | where | what |", "|---|---|---|---|---|"]
         for d in rows:
+            what = ("**To confirm:** may be fixed, resolve its thread if so. "
+                    if d.key in unsure else "") + _cell(d.text)
             text.append(f"| {d.key} | {d.severity} | {MCR_TYPES.get(d.type, d.type)} | "
-                        f"{_link(repo, head, d)} | {_cell(d.text)} |")
-    shown = title(defects, fail_on)
+                        f"{_link(repo, head, d)} | {what} |")
+    shown = title(defects, fail_on, unsure)
     if holds_gate(unreviewed, unlisted):  # binary files alone are named below, not here
         n = len(unreviewed) + unlisted
         shown = f"{n} file{'s' * (n != 1)} not reviewed · {shown}"
@@ -168,21 +195,31 @@ def output(defects: list[Defect], fail_on: str | None, repo: str, head: str,
     return out
 
 
-def annotations(defects: list[Defect], fail_on: str | None = None) -> list[dict]:
-    """One annotation per open defect anchored on lines of the head (the new side): level
-    ``failure`` only for those that fail the check, so a passing check shows no red marks."""
-    gate = {d.key for d in blocking(defects, fail_on)}
+def annotations(defects: list[Defect], fail_on: str | None = None,
+                unsure: set[str] = frozenset()) -> list[dict]:
+    """One annotation per open defect (and fix to confirm) anchored on lines of the head (the
+    new side): level ``failure`` only for those that fail the check, so a passing check
+    shows no red marks."""
+    return [note for _, note in _annotations(defects, fail_on, unsure)]
+
+
+def _annotations(defects: list[Defect], fail_on: str | None,
+                 unsure: set[str]) -> list[tuple[str, dict]]:
+    """``annotations`` with the key of each one's defect."""
+    gate = {d.key for d in blocking(defects, fail_on, unsure)}
     out = []
-    for d in sorted(standing(defects), key=lambda d: -severity_rank(d.severity)):
+    for d in sorted(standing(defects) + to_confirm(defects, unsure),
+                    key=lambda d: -severity_rank(d.severity)):
         if not d.path or d.line_start is None or d.side != "RIGHT":
             continue
-        out.append({"path": d.path, "start_line": d.line_start,
-                    "end_line": d.line_end or d.line_start,
-                    "annotation_level": "failure" if d.key in gate else (
-                        "notice" if _LEVEL.get(d.severity) == "notice" else "warning"),
-                    "title": f"{d.key} · {d.severity} · {MCR_TYPES.get(d.type, d.type)}",
-                    # shown as plain text: Markdown's backticks would show as they are
-                    "message": (d.text or d.key).replace("`", "")[:4000]})
+        ask = "May be fixed: resolve its thread if so. " if d.key in unsure else ""
+        out.append((d.key, {
+            "path": d.path, "start_line": d.line_start, "end_line": d.line_end or d.line_start,
+            "annotation_level": "failure" if d.key in gate else (
+                "notice" if _LEVEL.get(d.severity) == "notice" else "warning"),
+            "title": f"{d.key} · {d.severity} · {MCR_TYPES.get(d.type, d.type)}",
+            # shown as plain text: Markdown's backticks would show as they are
+            "message": (ask + (d.text or d.key)).replace("`", "")[:4000]}))
     return out
 
 
@@ -263,12 +300,15 @@ async def complete(forge: Forge, store: LedgerStore, pr: dict, number: int, head
     if not row or not row.get("check_run_id"):
         return None
     defects = await off_loop(store, store.defects, pr["id"])
+    unsure = await off_loop(store, hedged, store, pr["id"])
     left_out = partial_files.read(_saved_plan(row))
-    result = partial_files.gate(conclusion(defects, fail_on), fail_on, *left_out, partial)
+    result = partial_files.gate(conclusion(defects, fail_on, unsure), fail_on, *left_out,
+                                partial)
     out = _with_notice(output(defects, fail_on, pr["repo"], head,
                               decisions=_saved_plan(row).get("decisions") or [],
-                              left_out=left_out, result=result), row)
-    notes = annotations(defects, fail_on)
+                              left_out=left_out, result=result, unsure=unsure), row)
+    keyed = _annotations(defects, fail_on, unsure)
+    notes = [note for _, note in keyed]
     try:
         await forge.update_check_run(row["check_run_id"], {
             "status": "completed", "conclusion": result, "completed_at": _now(),
@@ -279,7 +319,8 @@ async def complete(forge: Forge, store: LedgerStore, pr: dict, number: int, head
     except ForgeError as exc:
         log.warning("could not complete the check run of round %d: %s", number, exc)
         return None
-    await _remember(store, row, out["title"], result, fail_on, partial)
+    await _remember(store, row, out["title"], result, fail_on, partial,
+                    [key for key, _ in keyed])
     return result
 
 
@@ -325,33 +366,44 @@ async def supersede(forge: Forge, store: LedgerStore, pr_id: int, number: int, h
 
 async def refresh(forge: Forge, store: LedgerStore, pr: dict) -> str | None:
     """After a person resolved, ignored or raised a defect: update the last round's completed
-    check when its title or conclusion changed, with the ``fail_on`` it was completed under
-    (no new annotations: GitHub only appends them). The new conclusion, or None."""
+    check when its title or conclusion changed, with the ``fail_on`` it was completed under,
+    and annotate the defects raised since (GitHub only appends annotations). The new
+    conclusion, or None."""
     row = await off_loop(store, store.last_round, pr["id"])
     if not row or not row.get("check_run_id") or not row.get("check_shown"):
         return None
-    shown_title, shown, fail_on, partial = (json.loads(row["check_shown"]) + [None, None])[:4]
+    shown_title, shown, fail_on, partial, annotated = \
+        (json.loads(row["check_shown"]) + [None, None, None])[:5]
     if shown_title == "failed":
         return None
     defects = await off_loop(store, store.defects, pr["id"])
+    unsure = await off_loop(store, hedged, store, pr["id"])
     left_out = partial_files.read(_saved_plan(row))
-    result = partial_files.gate(conclusion(defects, fail_on), fail_on, *left_out, partial)
+    result = partial_files.gate(conclusion(defects, fail_on, unsure), fail_on, *left_out,
+                                partial)
     now = {d.key: str(d.state) for d in defects}
     standing_decisions = [d for d in _saved_plan(row).get("decisions") or []
                           if now.get(d.get("key")) == d.get("state")]  # none a person changed
     out = _with_notice(output(defects, fail_on, pr["repo"], row["head_sha"],
                               decisions=standing_decisions, left_out=left_out,
-                              result=result), row)
-    if (out["title"], result) == (shown_title, shown):
+                              result=result, unsure=unsure), row)
+    # GitHub only appends annotations: the defects people raised since get theirs
+    fresh = [] if annotated is None else [
+        (key, note) for key, note in _annotations(defects, fail_on, unsure)
+        if key not in annotated]
+    if (out["title"], result) == (shown_title, shown) and not fresh:
         return None
     try:
-        await forge.update_check_run(row["check_run_id"], {
-            "status": "completed", "conclusion": result, "completed_at": _now(),
-            "output": out})
+        for i in range(0, max(len(fresh), 1), MAX_ANNOTATIONS):
+            batch = [note for _, note in fresh[i:i + MAX_ANNOTATIONS]]
+            await forge.update_check_run(row["check_run_id"], {
+                "status": "completed", "conclusion": result, "completed_at": _now(),
+                "output": {**out, "annotations": batch} if batch else out})
     except ForgeError as exc:
         log.warning("could not update the check run of round %d: %s", row["number"], exc)
         return None
-    await _remember(store, row, out["title"], result, fail_on, partial)
+    await _remember(store, row, out["title"], result, fail_on, partial,
+                    None if annotated is None else [*annotated, *(key for key, _ in fresh)])
     return result
 
 
@@ -363,7 +415,8 @@ async def verdict(forge: Forge, store: LedgerStore, pr: dict, number: int, head:
     """``review_event: request_changes``: request changes while blocking defects (at or above
     ``fail_on``, else Major) stand; once none does, dismiss the bot's reviews that did. Never
     approves. What it did: ``requested``, ``dismissed`` or None."""
-    gate = blocking(await off_loop(store, store.defects, pr["id"]), fail_on or "Major")
+    gate = blocking(await off_loop(store, store.defects, pr["id"]), fail_on or "Major",
+                    await off_loop(store, hedged, store, pr["id"]))
     try:
         mine = [r for r in await forge.reviews(pr["number"]) if r.author in bot_logins]
         requesting = [r for r in mine if r.state == "CHANGES_REQUESTED"]
@@ -374,7 +427,8 @@ async def verdict(forge: Forge, store: LedgerStore, pr: dict, number: int, head:
             keys = ", ".join(f"{d.key} ({d.severity})" for d in gate[:20])
             more = f" and {len(gate) - 20} more" if len(gate) > 20 else ""
             await forge.request_changes(pr["number"], head, (
-                f"roundwise requests changes: {len(gate)} blocking defect(s) stand: {keys}{more}. "
+                f"roundwise requests changes: {len(gate)} blocking "
+                f"defect{'s stand' if len(gate) != 1 else ' stands'}: {keys}{more}. "
                 f"See the summary comment.\n{VERDICT_MARKER}<!-- r{number}: -->"))
             return "requested"
         dismissed = 0
@@ -392,6 +446,11 @@ async def verdict(forge: Forge, store: LedgerStore, pr: dict, number: int, head:
 
 
 async def _remember(store: LedgerStore, row: dict, shown_title: str, result: str,
-                    fail_on: str | None = None, partial: str | None = None) -> None:
-    await off_loop(store, store.update_round, row["id"],
-                   check_shown=json.dumps([shown_title, result, fail_on, partial]))
+                    fail_on: str | None = None, partial: str | None = None,
+                    annotated: list[str] | None = None) -> None:
+    """What the check shows: its title, conclusion, the ``fail_on`` and ``partial_review`` it
+    was completed under and the defects it has annotations for (None: not known, for a check
+    completed before they were remembered)."""
+    shown = [shown_title, result, fail_on, partial] + ([annotated] if annotated is not None
+                                                         else [])
+    await off_loop(store, store.update_round, row["id"], check_shown=json.dumps(shown))

@@ -35,7 +35,8 @@ def _clean(text: str, limit: int = 1500) -> str:
 
 
 def _kind(type_id: str | None) -> str:
-    return f"{type_id} {MCR_TYPES.get(type_id or '', '')}".strip()
+    """The type by its name ("Organization"), the id only for a type the taxonomy lacks."""
+    return MCR_TYPES.get(type_id or "", type_id or "")
 
 
 def inline_comment(key: str, finding: Finding, round_number: int) -> str:
@@ -46,23 +47,35 @@ def inline_comment(key: str, finding: Finding, round_number: int) -> str:
         what = "delete these lines" if not finding.fix.strip() else "commit this change"
         fix = suggestion_block(f"Suggested fix ({what}):", finding.fix) + "\n\n"
     return (
-        f"**{key}** · {finding.severity} · {_kind(finding.type)}{source}\n\n"
+        f"**{key}** · {finding.severity}{f' · {_kind(finding.type)}' if finding.type else ''}"
+        f"{source}\n\n"
         f"{_clean(finding.description)}\n\n{fix}"
         f"<sub>roundwise tracks this as {key}; it will check your next push. Reply here if "
         f"you disagree.</sub>\n{marker('new', key, round_number)}"
     )
 
 
-def state_reply(defect: Defect, decision: Decision, round_number: int) -> str:
-    """A reply in a tracked defect's thread when its state changed this round."""
+def state_reply(defect: Defect, decision: Decision, round_number: int,
+                hedged: bool = False) -> str:
+    """A reply in a tracked defect's thread when its state changed this round. ``hedged``: a
+    Resolved roundwise is not sure of (``bot.pr.hedge``), which asks instead of claiming."""
     head = {
         "Resolved": f"✅ **{defect.key} looks resolved** in round {round_number}.",
         "Open": f"⏳ **{defect.key} is still open** in round {round_number}.",
         "Reopened": f"🔁 **{defect.key} is back** in round {round_number}.",
     }.get(str(decision.state), f"**{defect.key}**: {decision.state}")
+    if hedged:
+        head = (f"❔ **{defect.key} may be fixed** in round {round_number}: the code changed, "
+                "but roundwise is not sure that fixes it. **Resolve this thread if this is "
+                "fixed**, or reply here if it is not.")
     who = {"rule": "checked from the code", "llm": "verified against the code",
            "human": "a person's action"}[str(decision.decided_by)]
-    return (f"{head}\n\nEvidence ({who}): {_clean(decision.evidence, 800)}\n"
+    sure = "" if decision.confidence is None or str(decision.decided_by) == "human" else \
+        f", {round(100 * decision.confidence)}% likely right"
+    return (f"{head}\n\n{'What changed' if hedged else 'Evidence'} ({who}): "
+            f"{_clean(decision.evidence, 800)}\n\n"
+            f"<details><summary>Why</summary>\n\nThe tracker's rule `{decision.rule}`{sure}."
+            f"\n\n</details>\n"
             f"{marker('state', defect.key, round_number)}{_BECAME.format(decision.state)}")
 
 
@@ -81,6 +94,15 @@ def read_became(body: str | None) -> str | None:
 # A blank line must come before it, or GitHub glues it to the paragraph above.
 COMMANDS = ("<sub>Commands: `/roundwise review`, `/roundwise status`, "
             "`/roundwise resolve D3`, `/roundwise ignore D3`, `/roundwise help`.</sub>")
+
+
+def commands(open_keys: list[str]) -> str:
+    """The commands line, suggesting only what applies: ``resolve`` and ``ignore`` with an
+    open defect's key (the first of ``open_keys``), and not at all when none is open."""
+    also = (f"`/roundwise resolve {open_keys[0]}`, `/roundwise ignore {open_keys[0]}`, "
+            if open_keys else "")
+    return (f"<sub>Commands: `/roundwise review`, `/roundwise status`, {also}"
+            "`/roundwise help`.</sub>")
 
 
 HELP = """**roundwise commands** (in a comment on the pull request):

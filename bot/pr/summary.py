@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from tracker.calibration import unsure_label
 from tracker.models import MCR_TYPES, severity_rank
 
+from .hedge import hedged
 from .quiet import quiet
 
-__all__ = ["MAX_BODY", "Change", "Held", "Row", "render"]
+__all__ = ["MAX_BODY", "Change", "Held", "Row", "open_keys", "render"]
 
 MAX_BODY = 65536  # GitHub's limit for a comment body, in characters
 _BUDGET = MAX_BODY - 1536  # room for the marker, notes and the commands line
@@ -54,6 +55,7 @@ class Row:
     ignored: bool = False
     fix: str | None = None  # replacement text for the anchored lines, when known
     confidence: float | None = None  # of the decision that set ``state`` (None: not known)
+    hedged: bool = False  # Resolved on an unsure ruling nobody confirmed (``bot.pr.hedge``)
 
     @property
     def shown_state(self) -> str:
@@ -65,6 +67,11 @@ class Row:
     @property
     def open(self) -> bool:
         return not self.ignored and self.state in OPEN
+
+    @property
+    def to_confirm(self) -> bool:
+        """Resolved by an unsure ruling: a person is asked to confirm the fix."""
+        return self.hedged and not self.ignored and self.state == "Resolved"
 
 
 @dataclass
@@ -78,6 +85,7 @@ class Change:
     evidence: str
     decided_by: str = "rule"
     confidence: float | None = None
+    hedged: bool = False  # a Resolved the reviewer is asked to confirm
 
 
 @dataclass
@@ -185,10 +193,15 @@ def _type(type_id: str) -> str:
 def verdict(rows: list[Row]) -> str:
     open_ = [r for r in rows if r.open]
     severe = [r for r in open_ if severity_rank(r.severity) >= severity_rank("Major")]
-    resolved = sum(1 for r in rows if not r.ignored and r.state == "Resolved")
+    confirm = sum(1 for r in rows if r.to_confirm)
+    resolved = sum(1 for r in rows if not r.ignored and r.state == "Resolved") - confirm
     ignored = sum(1 for r in rows if r.ignored)
-    rest = "".join([f" · {resolved} resolved" if resolved else "",
+    rest = "".join([f" · {confirm} fix{'es' * (confirm != 1)} to confirm"
+                    if confirm and open_ else "",
+                    f" · {resolved} resolved" if resolved else "",
                     f" · {ignored} ignored" if ignored else ""])
+    if not open_ and confirm:
+        return f"❔ **{confirm} fix{'es' * (confirm != 1)} to confirm**, no other open defect{rest}."
     if not open_:
         return f"✅ **No open defects**{rest}." if rows else "✅ **No defects found.**"
     worst = max(open_, key=lambda r: severity_rank(r.severity)).severity
@@ -220,23 +233,48 @@ def _this_round(changes: list[Change], new: list[Row], d: _Detail) -> list[str]:
         evidence = " ".join(_escape(c.evidence).split())
         if d.evidence is not None and len(evidence) > d.evidence:
             evidence = _cut(evidence, d.evidence)
+        who = _WHO.get(c.decided_by, c.decided_by)
         if c.rule in CORRECTIONS and c.before == "Resolved":
             out.append(f"- ↩️ **{c.key}** back to **{c.after}** (was Resolved by the code): "
                        f"{evidence}")
             continue
+        if c.hedged:  # not sure it is fixed: the reviewer is asked, nothing is claimed
+            out.append(f"- ❔ **{c.key}** may be fixed ({who}, not sure): {evidence}. "
+                       "**Resolve its thread if this is fixed.**")
+            continue
         label = unsure_label(c.after, c.confidence)
         out.append(f"- {icon} **{c.key}** {c.before} → **{c.after}**"
-                   f"{f', {label}' if label else ''} "
-                   f"({_WHO.get(c.decided_by, c.decided_by)}, `{c.rule}`): {evidence}")
+                   f"{f', {label}' if label else ''} ({who}): {evidence}")
     if new:
         keys = ", ".join(r.key for r in new)
         out.append(f"- 🆕 {len(new)} new: {keys} (below).")
     return out + [""]
 
 
+def _why(changes: list[Change]) -> list[str]:
+    """The tracker's rule behind each change and how sure it was, folded: for the curious and
+    for bug reports, not for reading the round."""
+    if not changes:
+        return []
+    out = ["<details>", "<summary>Why: the tracker's rules</summary>", ""]
+    for c in changes:
+        sure = "" if c.confidence is None else f", {round(100 * c.confidence)}% likely right"
+        out.append(f"- {c.key}: `{c.rule}` ({_WHO.get(c.decided_by, c.decided_by)}{sure})")
+    return out + ["", "</details>", ""]
+
+
+def _open_rows(rows: list[Row]) -> list[Row]:
+    """The open rows as the summary lists them: most severe first, then by key."""
+    return sorted((r for r in rows if r.open),
+                  key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0)))
+
+
+def open_keys(rows: list[Row]) -> list[str]:
+    return [r.key for r in _open_rows(rows)]
+
+
 def _open_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
-    open_ = sorted((r for r in rows if r.open),
-                   key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0)))
+    open_ = _open_rows(rows)
     if not open_:
         return []
     out = [f"#### Open ({len(open_)})", "",
@@ -247,8 +285,23 @@ def _open_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
     return out + [""]
 
 
+def _confirm_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
+    """The Resolved defects roundwise is not sure of, for the reviewer to confirm."""
+    confirm = [r for r in rows if r.to_confirm]
+    if not confirm:
+        return []
+    out = [f"#### To confirm ({len(confirm)})", "",
+           ("The code changed, but roundwise is not sure it fixed these: resolve a thread if it "
+            "is fixed, or reply there. Until then a `fail_on` check counts them as open."), "",
+           "| id | severity | type | where | what |", "|---|---|---|---|---|"]
+    for r in sorted(confirm, key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0))):
+        out.append(f"| {r.key} | {r.severity} | {_type(r.type)} | "
+                   f"{link(r, repo, head, d.links)} | {_cell(r.description, d.desc)} |")
+    return out + [""]
+
+
 def _history(rows: list[Row], d: _Detail) -> list[str]:
-    done = [r for r in rows if not r.open]
+    done = [r for r in rows if not r.open and not r.to_confirm]
     if not done:
         return []
     resolved = sum(1 for r in done if not r.ignored)
@@ -260,7 +313,9 @@ def _history(rows: list[Row], d: _Detail) -> list[str]:
         out += ["| id | state | severity | type | where | what | raised | last change |",
                 "|---|---|---|---|---|---|---|---|"]
         for r in done:
-            state = f"{r.state} (ignored)" if r.ignored else r.shown_state
+            # a Resolved here is sure or confirmed: the unsure ones are under "To confirm"
+            state = f"{r.state} (ignored)" if r.ignored else \
+                r.state if r.state == "Resolved" else r.shown_state
             out.append(f"| {r.key} | {state} | {r.severity} | {_type(r.type)} | "
                        f"`{_cell(_short_path(location(r)), 80)}` | {_cell(r.description, 100)} | "
                        f"R{r.raised} | R{r.last_change} |")
@@ -374,7 +429,9 @@ def render(rows: list[Row], changes: list[Change], *, repo: str, number: int | N
             this_round = (this_round[:-1] if this_round else ["#### This round", ""]) \
                 + _held_line(list(held)) + [""]
         parts += this_round
+        parts += _why(changes) if d.changes == "full" else []
         parts += _open_table(rows, repo, head, d)
+        parts += _confirm_table(rows, repo, head, d)
         parts += _held(list(held), list(notices), repo, head, d)
         parts += _history(rows, d)
         parts += _prompt_block(rows, repo, number, head, d)
@@ -404,6 +461,8 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
     history = store.states_by_round(pr_id)
     decisions = {d.key: d for d in (plan.decisions if plan else [])}
     sureness = _stored_confidences(store, pr_id)
+    unsure_fixes = hedged(store, pr_id, plan.decisions if plan else (),
+                          number if plan else None)
     rows, changes = [], []
     for d in store.defects(pr_id):
         row = Row(d.key, str(d.state), d.severity, d.type, d.text, d.path, d.line_start,
@@ -426,7 +485,10 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
             if decision.path and decision.line_start:
                 row.path, row.line_start, row.line_end = (decision.path, decision.line_start,
                                                           decision.line_end)
+        row.hedged = d.key in unsure_fixes
         rows.append(row)
+    for change in changes:
+        change.hedged = change.key in unsure_fixes and change.after == "Resolved"
     for item in (plan.new if plan else []):
         f = item.finding
         rows.append(Row(item.key, "New", f.severity, f.type, f.description, f.path,

@@ -451,7 +451,8 @@ def _as_defect(f: Finding) -> Defect:
 def model_silence_note(number: int, usage: Usage) -> str:
     """What the summary and the check run say when model calls got no answer."""
     asked = usage.calls + usage.failed
-    return (f"The model did not answer in round {number} ({usage.failed} of {asked} call(s) "
+    return (f"The model did not answer in round {number} ({usage.failed} of {asked} "
+            f"call{'s' * (asked != 1)} "
             "got no answer, each retried): this round was tracked from the code only.")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["LLM_SETTINGS", "LLMConfig", "configure_litellm"]
+__all__ = ["LLM_SETTINGS", "LLMConfig", "configure_litellm", "quiet_litellm"]
 
 #: every environment variable this module reads, its meaning and default (docs/configuration.md)
 LLM_SETTINGS: dict[str, tuple[str, str]] = {
@@ -38,6 +38,16 @@ LLM_SETTINGS: dict[str, tuple[str, str]] = {
 def configure_litellm() -> None:
     """Set litellm up for roundwise; call once at start, before litellm is imported."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def quiet_litellm():
+    """litellm, imported with its debug output off: it prints banners to stdout ("Provider
+    List: ..." in red, for a model it does not know) ahead of roundwise's own one-line
+    messages."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
 
 
 @dataclass(frozen=True)

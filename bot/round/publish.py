@@ -18,7 +18,7 @@ from tracker.models import Decision, Defect, Finding, SignalKind
 from tracker.store import LedgerStore
 
 from ..forge import Comment, Forge, InlineComment, NotFound, Unprocessable
-from ..pr import render, summary, unreviewed
+from ..pr import hedge, render, summary, unreviewed
 from ..review.engine import model_silence_note
 from ..store.offload import off_loop
 from .plan import RoundPlan, RoundRecord
@@ -47,10 +47,12 @@ async def publish(forge: Forge, store: LedgerStore, pr: dict, number: int, head:
     # Threads of defects that are back unfold before their reply ("D1 is back" must not land
     # in a folded thread); threads of resolved ones fold after it (on GitLab a note added to
     # a resolved discussion would leave it unresolved).
+    # Resolved on an unsure ruling: the reply asks, and the thread stays open for the answer
+    unsure = await off_loop(store, hedge.hedged, store, pr["id"], plan.decisions, number)
     await _sync_threads(forge, store, pr, plan, record, fold=False)
     said = _last_said(comments, bot_logins)
-    await _post_replies(forge, store, pr, number, plan, posted, said, record)
-    await _sync_threads(forge, store, pr, plan, record, fold=True)
+    await _post_replies(forge, store, pr, number, plan, posted, said, record, unsure)
+    await _sync_threads(forge, store, pr, plan, record, fold=True, unsure=unsure)
     body = await off_loop(store, summary_body, store, pr["id"], number, head, plan,
                           settings_error, record)
     record.summary_id = await post_summary(forge, pr["number"], body, bot_logins)
@@ -72,7 +74,8 @@ async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: Rou
                 and ("new", item.key, number) not in posted]
     if not comments:
         return
-    body = f"roundwise round {number}: {len(comments)} new defect(s). " \
+    body = f"roundwise round {number}: {len(comments)} new defect" \
+           f"{'s' * (len(comments) != 1)}. " \
            f"{render.marker('review', '-', number)}"
     try:
         await forge.create_review(pr["number"], head, body, comments)
@@ -94,7 +97,8 @@ async def _post_review(forge: Forge, pr: dict, number: int, head: str, plan: Rou
 
 
 async def _post_replies(forge: Forge, store: LedgerStore, pr: dict, number: int, plan: RoundPlan,
-                        posted: dict, said: dict, record: RoundRecord) -> None:
+                        posted: dict, said: dict, record: RoundRecord,
+                        unsure: set[str] = frozenset()) -> None:
     defects = {d.key: d for d in await off_loop(store, store.defects, pr["id"])}
     complete = {r["number"] for r in await off_loop(store, store.rounds, pr["id"])
                 if r["status"] == "complete"}
@@ -114,7 +118,8 @@ async def _post_replies(forge: Forge, store: LedgerStore, pr: dict, number: int,
         if reply_id is None:
             try:
                 reply_id = await forge.reply(pr["number"], root["id"],
-                                             render.state_reply(defect, decision, number))
+                                             render.state_reply(defect, decision, number,
+                                                                hedged=decision.key in unsure))
             except NotFound:  # someone deleted the thread: the summary carries the change
                 log.info("the thread of %s is gone; its change goes in the summary",
                          decision.key)
@@ -124,7 +129,8 @@ async def _post_replies(forge: Forge, store: LedgerStore, pr: dict, number: int,
 
 
 async def _sync_threads(forge: Forge, store: LedgerStore, pr: dict, plan: RoundPlan,
-                        record: RoundRecord, *, fold: bool) -> None:
+                        record: RoundRecord, *, fold: bool,
+                        unsure: set[str] = frozenset()) -> None:
     """``fold``: resolve the bot's threads of defects this round resolves; else unresolve the
     threads of defects that are back (so "D1 is back" is not posted into a folded thread)."""
     decided = {d.key: d.state for d in plan.decisions}
@@ -132,7 +138,7 @@ async def _sync_threads(forge: Forge, store: LedgerStore, pr: dict, plan: RoundP
     for defect in await off_loop(store, store.defects, pr["id"]):
         state = decided.get(defect.key)
         if fold and state is State.RESOLVED and defect.origin.value == "bot" and \
-                defect.state is not State.RESOLVED:
+                defect.state is not State.RESOLVED and defect.key not in unsure:
             wanted[defect.key] = True
         elif not fold and state is State.REOPENED and defect.state is State.RESOLVED:
             wanted[defect.key] = False
@@ -172,7 +178,8 @@ def summary_body(store: LedgerStore, pr_id: int, number: int, head: str, plan: R
     held, notices = _held(store, pr_id, number, shown)
     return summary.render(rows, changes, repo=pr["repo"], number=pr["number"],
                           round_number=number, head=head, notes=notes,
-                          marker=render.SUMMARY_MARKER, commands=render.COMMANDS,
+                          marker=render.SUMMARY_MARKER,
+                          commands=render.commands(summary.open_keys(rows)),
                           overview=summary.overview(store, pr_id, number, plan, rows),
                           held=held, notices=notices)
 

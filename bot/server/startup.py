@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 
 from ..config.env import Config
-from ..review.llm_config import LLMConfig
+from ..review.llm_config import LLMConfig, quiet_litellm
 from ..store.engines import POSTGRES, engine_of
 from ..store.queue_base import redact
 from . import hosts
@@ -54,32 +54,36 @@ def project_url() -> str | None:
 
 
 def _provider(model: str) -> str | None:
-    from litellm import get_llm_provider
-
     try:
-        return get_llm_provider(model=model)[1]
+        return quiet_litellm().get_llm_provider(model=model)[1]
     except Exception:  # noqa: BLE001 - litellm raises its own classes for unknown providers
         return None
 
 
-def check_model(llm: LLMConfig | None, environ: Mapping[str, str] | None = None) -> list[str]:
+def check_model(llm: LLMConfig | None, environ: Mapping[str, str] | None = None, *,
+                names: tuple[str, str] = ("ROUNDWISE_MODEL", "ROUNDWISE_FALLBACK_MODEL"),
+                keyless_local: bool = False) -> list[str]:
     """One line per model whose provider key is missing (empty when all is well).
 
     ``ROUNDWISE_API_KEY`` counts as the primary model's key (and the fallback's, when it has the
-    same provider prefix), as it does when the engine calls the model.
+    same provider prefix), as it does when the engine calls the model. ``names``: what the
+    lines call the model and the fallback (a command's flags, say). ``keyless_local``: an
+    ``openai/`` model at an ``api_base`` needs no key, as the engine calls such a local server
+    with a stand-in one (the server insists on a key all the same: ``roundwise serve``).
     """
     if llm is None:
         return []
-    import litellm
-
+    litellm = quiet_litellm()
     environ = os.environ if environ is None else environ
     problems = []
-    models = [("ROUNDWISE_MODEL", llm.model, llm.api_key, llm.api_base)]
+    models = [(names[0], llm.model, llm.api_key, llm.api_base)]
     if llm.fallback_model:
         same = _prefix(llm.fallback_model) == _prefix(llm.model)
-        models.append(("ROUNDWISE_FALLBACK_MODEL", llm.fallback_model,
+        models.append((names[1], llm.fallback_model,
                        llm.api_key if same else None, llm.api_base if same else None))
     for name, model, api_key, api_base in models:
+        if keyless_local and api_base and _prefix(model) == "openai":
+            api_key = api_key or "no-key"
         if _provider(model) is None:
             problems.append(f"{name}={model!r}: litellm does not know this model's provider; "
                             "prefix it with one, e.g. openai/, anthropic/, ollama/")
@@ -88,7 +92,7 @@ def check_model(llm: LLMConfig | None, environ: Mapping[str, str] | None = None)
         missing = [k for k in found.get("missing_keys", []) if not environ.get(k)]
         if missing:
             hint = " (or ROUNDWISE_API_KEY for an OpenAI-compatible server)" \
-                if name == "ROUNDWISE_MODEL" else ""
+                if name == names[0] else ""
             problems.append(f"{name}={model!r} needs {', '.join(missing)}, which "
                             f"{'is' if len(missing) == 1 else 'are'} not set{hint}")
     return problems
@@ -100,7 +104,7 @@ def _prefix(model: str) -> str:
 
 def probe_model(llm: LLMConfig) -> str | None:
     """One one-token call to the model; the problem as a line, or None when it answered."""
-    import litellm
+    litellm = quiet_litellm()
 
     try:
         litellm.completion(model=llm.model, api_base=llm.api_base, api_key=llm.api_key,
