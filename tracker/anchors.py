@@ -9,8 +9,9 @@ anchor to where its lines now stand and classifies what happened to them:
 - ``modified``: some anchored line was removed or replaced, or lines were inserted inside it.
 - ``deleted``: every anchored line was removed and nothing replaced them, or the file was deleted.
 
-The diff is parsed with unidiff, so renames, deleted and binary files and
-"\\ No newline at end of file" markers are handled. A fingerprint of the anchored code (its
+The diff is parsed as unidiff parses it (``tracker.diffparse``: each hunk's lines read when first
+asked for), so renames, deleted and binary files and "\\ No newline at end of file" markers are
+handled. A fingerprint of the anchored code (its
 whitespace-normalised text) lets the tracker notice the same code coming back later.
 """
 
@@ -26,6 +27,7 @@ from functools import cached_property
 
 import unidiff
 
+from .diffparse import hunk_lines, parse
 from .gitpath import diff_path
 from .lines import split_lines
 from .roundcache import per_text
@@ -127,8 +129,10 @@ class FileMap:
         self.binary = patched.is_binary_file
         self.removed_file = patched.is_removed_file or self.new_path is None
         self.added_file = patched.is_added_file
-        # Per hunk: (source_start, source_end_exclusive, delta_before, lines)
-        self._hunks: list[tuple[int, int, list[unidiff.patch.Line]]] = []
+        # Per hunk: (source_start, source_end_exclusive, the hunk); its lines (``_lines``)
+        # are read when first needed
+        self._hunks: list[tuple[int, int, unidiff.Hunk]] = []
+        self._lines: dict[int, list] = {}
         self._starts: list[int] = []
         self._ends: list[int] = []  # exclusive source end of each hunk, increasing too
         self._line_maps: dict[int, dict[int, int | None]] = {}
@@ -145,13 +149,20 @@ class FileMap:
         for hunk in patched:
             start = hunk.source_start if hunk.source_length else hunk.source_start + 1
             end = start + hunk.source_length
-            lines = [ln for ln in hunk if ln.line_type in ("+", "-", " ")]
-            self._hunks.append((start, end, lines))
+            self._hunks.append((start, end, hunk))
             self._starts.append(start)
             self._ends.append(end)
             delta += hunk.target_length - hunk.source_length
             self._deltas.append(delta)
         self.changed = bool(self._hunks) or self.binary or self.old_path != self.new_path
+
+    def _hunk(self, i: int) -> list:
+        """The added, removed and context lines of hunk ``i``, read once."""
+        lines = self._lines.get(i)
+        if lines is None:
+            lines = self._lines[i] = [ln for ln in hunk_lines(self._hunks[i][2])
+                                      if ln.line_type in ("+", "-", " ")]
+        return lines
 
     def map_line(self, line: int) -> int | None:
         """The new line number of old line ``line``, or None if it was removed."""
@@ -167,7 +178,7 @@ class FileMap:
         """Old line -> new line (None when removed) within hunk ``i``, built once per hunk."""
         if i not in self._line_maps:
             self._line_maps[i] = {ln.source_line_no: ln.target_line_no
-                                  for ln in self._hunks[i][2] if ln.source_line_no is not None}
+                                  for ln in self._hunk(i) if ln.source_line_no is not None}
         return self._line_maps[i]
 
     def map_range(self, anchor: Anchor) -> Mapped:
@@ -190,7 +201,7 @@ class FileMap:
                 break  # hunks are in order: none after this one reaches the range either
             if ends[i] - 1 + NEARBY_LINES < lo:
                 continue
-            lines = self._hunks[i][2]
+            lines = self._hunk(i)
             # Only lines whose old position is within NEARBY_LINES of the range can count;
             # positions never decrease along a hunk, so they are one slice of it.
             at, after_removed = self._positions.get(i) or self._hunk_positions(i)
@@ -230,7 +241,7 @@ class FileMap:
         """Per line of hunk ``i``: its old line number (for a '+' line, the old line it
         follows), and for a '+' line whether that old line was removed (so it replaces it)."""
         if i not in self._positions:
-            start, _, lines = self._hunks[i]
+            start, lines = self._hunks[i][0], self._hunk(i)
             at: list[int] = []
             after_removed: list[bool] = []
             last_source, last_removed = start - 1, False
@@ -248,8 +259,8 @@ class FileMap:
         if self._dead is None:
             dead = sorted(
                 ln.source_line_no
-                for i, (_, _, lines) in enumerate(self._hunks)
-                for ln in lines
+                for i in range(len(self._hunks))
+                for ln in self._hunk(i)
                 if ln.line_type == "-"
                 and bisect.bisect_right(self._starts, ln.source_line_no) - 1 == i
             )
@@ -307,8 +318,8 @@ class FileMap:
         old side: removed and context lines). Review comments may only sit on these."""
         right: set[int] = set()
         left: set[int] = set()
-        for _, _, lines in self._hunks:
-            for ln in lines:
+        for i in range(len(self._hunks)):
+            for ln in self._hunk(i):
                 if ln.target_line_no is not None:
                     right.add(ln.target_line_no)
                 if ln.source_line_no is not None:
@@ -321,8 +332,8 @@ class FileMap:
         if self._removed is None:
             self._removed = [
                 (ln.source_line_no, ln.value.rstrip("\n"))
-                for _, _, lines in self._hunks
-                for ln in lines
+                for i in range(len(self._hunks))
+                for ln in self._hunk(i)
                 if ln.line_type == "-"
             ]
         return self._removed
@@ -346,8 +357,8 @@ class FileMap:
         if self._added is None:
             self._added = [
                 (ln.target_line_no, ln.value.rstrip("\n"))
-                for _, _, lines in self._hunks
-                for ln in lines
+                for i in range(len(self._hunks))
+                for ln in self._hunk(i)
                 if ln.line_type == "+"
             ]
         return self._added
@@ -363,7 +374,7 @@ class DiffMap:
             patch = diff
         else:
             try:
-                patch = unidiff.PatchSet(diff or "")
+                patch = parse(diff or "")
             except unidiff.UnidiffParseError as exc:
                 raise DiffError(f"not a unified diff: {exc}") from exc
         self.files: dict[str, FileMap] = {}
@@ -535,7 +546,7 @@ def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | N
         out.extend(new_lines[pos:start])
         pos = start
         previous = None
-        for line in hunk:
+        for line in hunk_lines(hunk):
             if line.line_type in (" ", "-"):
                 out.append(line.value)
             if line.line_type in (" ", "+"):
