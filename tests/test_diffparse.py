@@ -37,8 +37,26 @@ CORNERS = [
     "@@ -0,0 +1 @@\n+hello\n"
     "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n",
     # a trailing blank line after the last hunk, a removed line that looks like a header
-    "--- a/c.py\n+++ b/c.py\n@@ -1,2 +1,1 @@\n--- not a header\n keep\n\n",
+    "--- a/c.py\n+++ b/c.py\n@@ -1,2 +1,1 @@ def f():\n--- not a header\n keep\n\n",
+    # no newline at the end of the diff text itself
+    "--- a/d.py\n+++ b/d.py\n@@ -1 +1 @@\n-a\n+b",
 ]
+
+
+BROKEN = [
+    "--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n x\n",  # shorter than its header says
+    "--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n-y\n+z\n",  # longer
+    "--- a/a\n+++ b/a\n@@ -1 +1 @@\n*x\n",  # not a hunk line
+    "@@ -1 +1 @@\n x\n",  # a hunk outside any file
+]
+
+
+@pytest.mark.parametrize("text", BROKEN)
+def test_broken_diffs_fail_as_unidiff_fails_on_them(text):
+    with pytest.raises(unidiff.UnidiffParseError):
+        unidiff.PatchSet(text)
+    with pytest.raises(unidiff.UnidiffParseError):
+        parse(text)
 
 
 def _task_diffs() -> list[str]:
@@ -58,7 +76,8 @@ def _task_diffs() -> list[str]:
 def _shape(patch) -> list:
     return [(f.source_file, f.target_file, f.is_binary_file, f.is_added_file,
              f.is_removed_file, f.is_rename, f.path, f.added, f.removed,
-             [((h.source_start, h.source_length, h.target_start, h.target_length),
+             [((h.source_start, h.source_length, h.target_start, h.target_length,
+                h.section_header, h.added, h.removed),
                [(ln.line_type, ln.value, ln.source_line_no, ln.target_line_no)
                 for ln in hunk_lines(h)]) for h in f])
             for f in patch]
@@ -92,11 +111,11 @@ def test_a_hunk_is_read_only_when_an_anchor_needs_it(tmp_path):
     text = repo.diff(big_files("hunks", 1, changed=2000))
     patch = parse(text)
     hunks = [h for f in patch for h in f]
-    assert len(hunks) > 100 and all(len(h) == 0 for h in hunks)  # nothing read yet
+    assert len(hunks) > 100 and not any(h._roundwise_body.read for h in hunks)  # none read
     diff = DiffMap(text)
     from tracker.anchors import Anchor
 
     path = sorted(diff.files)[0]
     diff.map(Anchor(path, 30, 31))
-    read = [h for fm in diff.files.values() for h in fm._lines]
+    read = [i for fm in diff.files.values() for i in fm._lines]
     assert 0 < len(read) <= 2  # the hunk at the anchor (and its neighbour), not the others

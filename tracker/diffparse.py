@@ -1,27 +1,27 @@
 """A diff parsed as unidiff parses it, with each hunk's lines read only when asked for.
 
 unidiff builds an object per diff line with a regular expression each: on a push of 20,000
-changed lines that is most of the cost of mapping every anchor. ``parse`` lets unidiff read the
-headers (files, renames, modes, binary files, hunk ranges) in its ``metadata_only`` mode, which
-skips the lines, then finds each hunk's body in the text and reads it on first use
-(``hunk_lines``), line for line as unidiff's full parse would: the same line types, values and
-line numbers, and the same "\\ No newline at end of file" markers. A hunk nobody asks about is
-never read. When the text's hunk headers do not line up with unidiff's hunks, the diff is
-parsed in full instead, so the answer is unidiff's either way.
+changed lines that is most of the cost of mapping every anchor. ``parse`` lets unidiff read
+everything but the hunks' bodies (files, renames, modes, binary files, markers), in its
+``metadata_only`` mode: each hunk header reaches it with a one-line stand-in body, while the
+real body is found (and checked as unidiff checks it: line types, lengths) by counting its
+lines; the hunk then gets its real ranges and counts back. Its lines are read on first use
+(``hunk_lines``), line for line as unidiff's full parse would: the same types, values and line
+numbers, and the same "\\ No newline at end of file" markers. A hunk nobody asks about is never
+read.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 
 import unidiff
-from unidiff.constants import RE_HUNK_EMPTY_BODY_LINE
+from unidiff.constants import RE_HUNK_EMPTY_BODY_LINE, RE_HUNK_HEADER
 
 __all__ = ["Line", "hunk_lines", "parse"]
 
-# unidiff's hunk header (``RE_HUNK_HEADER``), at the start of any line: no other line of a
-# diff unidiff accepts starts with "@@ -" (hunk lines start with " ", "+", "-" or "\\")
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))?\ @@[ ]?.*$", re.MULTILINE)
+# what unidiff reads in place of a hunk's body: a one-line hunk of one context line
+_STAND_IN = ("@@ -1 +1 @@\n", " \n")
 
 
 class Line:
@@ -38,34 +38,86 @@ class Line:
 
 
 class _Body:
-    """Where a metadata-only hunk's lines are in the diff text, and once read, the lines."""
+    """Where a hunk's lines are in the diff (``lines[start:end]`` of its text split at
+    newlines), and once read, the lines."""
 
-    __slots__ = ("text", "at", "lines")
+    __slots__ = ("lines", "start", "end", "open_end", "read")
 
-    def __init__(self, text: str, at: int):
-        self.text, self.at, self.lines = text, at, None
+    def __init__(self, lines: list[str], start: int, end: int, open_end: bool):
+        self.lines, self.start, self.end = lines, start, end
+        self.open_end = open_end  # its last line is the text's last, without a newline
+        self.read: list | None = None
 
 
 def parse(text: str) -> unidiff.PatchSet:
     """``text`` parsed as ``unidiff.PatchSet(text)`` would be; read hunks with ``hunk_lines``.
     Raises ``unidiff.UnidiffParseError`` as unidiff does."""
-    patch = unidiff.PatchSet(text, metadata_only=True)
+    lines = text.split("\n")
+    closed = text.endswith("\n") or not text
+    count = len(lines) - 1 if closed else len(lines)  # lines[count] is "" when closed
+    bodies: list[tuple] = []
+
+    def fed() -> Iterator[str]:
+        i = 0
+        while i < count:
+            line = lines[i]
+            full = line + "\n" if i < count - 1 or closed else line
+            header = RE_HUNK_HEADER.match(full) if line.startswith("@@ -") else None
+            if header is None:
+                yield full
+                i += 1
+                continue
+            numbers = _numbers(header)
+            end, added, removed = _body_end(lines, i + 1, count, numbers)
+            bodies.append((numbers, header.group(5), added, removed,
+                           _Body(lines, i + 1, end, end == count and not closed)))
+            yield from _STAND_IN
+            i = end
+
+    patch = unidiff.PatchSet(fed(), metadata_only=True)
     hunks = [hunk for patched in patch for hunk in patched]
-    headers = list(_HUNK_HEADER.finditer(text))
-    if len(headers) != len(hunks) or any(
-            (h.source_start, h.source_length, h.target_start, h.target_length)
-            != _numbers(m) for h, m in zip(hunks, headers)):
-        return unidiff.PatchSet(text)  # headers we cannot line up: unidiff's full parse
-    for hunk, match in zip(hunks, headers):
-        end = match.end()
-        hunk._roundwise_body = _Body(text, end + 1 if end < len(text) else end)
+    if len(hunks) != len(bodies):  # pragma: no cover - every hunk header is one of ours
+        return unidiff.PatchSet(text)
+    for hunk, (numbers, section, added, removed, body) in zip(hunks, bodies):
+        (hunk.source_start, hunk.source_length, hunk.target_start,
+         hunk.target_length) = numbers
+        hunk.section_header = section
+        hunk._added, hunk._removed = added, removed
+        hunk._roundwise_body = body
     return patch
 
 
-def _numbers(match: re.Match) -> tuple[int, int, int, int]:
-    src, src_len, tgt, tgt_len = match.groups()
+def _numbers(match) -> tuple[int, int, int, int]:
+    src, src_len, tgt, tgt_len = match.groups()[:4]
     return (int(src), 1 if src_len is None else int(src_len),
             int(tgt), 1 if tgt_len is None else int(tgt_len))
+
+
+def _body_end(lines: list[str], i: int, count: int, numbers: tuple[int, int, int, int]
+              ) -> tuple[int, int, int]:
+    """Where the body starting at ``lines[i]`` ends (exclusive), and its added and removed
+    lines: as unidiff's hunk parse counts them, with its errors."""
+    source, source_len, target, target_len = numbers
+    source_end, target_end = source + source_len, target + target_len
+    added = removed = 0
+    while i < count:
+        kind = lines[i][:1]
+        i += 1
+        if kind == "+":
+            target += 1
+            added += 1
+        elif kind == "-":
+            source += 1
+            removed += 1
+        elif kind in (" ", "", "\r"):
+            source, target = source + 1, target + 1
+        elif kind != "\\":
+            raise unidiff.UnidiffParseError(f"Hunk diff line expected: {lines[i - 1]}")
+        if source > source_end or target > target_end:
+            raise unidiff.UnidiffParseError("Hunk is longer than expected")
+        if source == source_end and target == target_end:
+            return i, added, removed
+    raise unidiff.UnidiffParseError("Hunk is shorter than expected")
 
 
 def hunk_lines(hunk: unidiff.Hunk) -> list:
@@ -74,43 +126,36 @@ def hunk_lines(hunk: unidiff.Hunk) -> list:
     body = getattr(hunk, "_roundwise_body", None)
     if body is None:
         return hunk  # parsed in full by unidiff
-    if body.lines is None:
-        # markers and blank lines unidiff's header pass appended after the body (as Lines)
-        body.lines = _read(body.text, body.at, hunk) + [
+    if body.read is None:
+        # after the body: the markers and blank lines unidiff's own pass appended (as Lines)
+        body.read = _read(body, hunk) + [
             Line(ln.line_type, ln.value, ln.source_line_no, ln.target_line_no) for ln in hunk]
-    return body.lines
+    return body.read
 
 
-def _read(text: str, at: int, hunk: unidiff.Hunk) -> list[Line]:
-    """The body of ``hunk`` from offset ``at``, line by line as unidiff's ``_parse_hunk``:
-    it ends once both sides' lengths are reached (after one line at least)."""
+def _read(body: _Body, hunk: unidiff.Hunk) -> list[Line]:
+    """The lines of ``body``, numbered from the hunk's starts."""
     source, target = hunk.source_start, hunk.target_start
-    source_end, target_end = source + hunk.source_length, target + hunk.target_length
     out: list[Line] = []
-    size = len(text)
-    while at < size:
-        nl = text.find("\n", at)
-        end = size if nl < 0 else nl + 1
-        line = text[at:end]
-        at = end
-        kind = line[0]
+    last = body.end - 1
+    for k in range(body.start, body.end):
+        line = body.lines[k]
+        kind = line[:1]
+        value = line[1:] if body.open_end and k == last else line[1:] + "\n"
         if kind == "+":
-            out.append(Line("+", line[1:], None, target))
+            out.append(Line("+", value, None, target))
             target += 1
         elif kind == "-":
-            out.append(Line("-", line[1:], source, None))
+            out.append(Line("-", value, source, None))
             source += 1
         elif kind == " ":
-            out.append(Line(" ", line[1:], source, target))
+            out.append(Line(" ", value, source, target))
             source, target = source + 1, target + 1
         elif kind == "\\":
-            out.append(Line("\\", line[1:], None, None))
-        else:  # an empty line ("\n", "\r\n"): context, its value what unidiff keeps of it
-            match = RE_HUNK_EMPTY_BODY_LINE.match(line)
-            if match is None or match.group("line_type"):
-                raise unidiff.UnidiffParseError(f"Hunk diff line expected: {line}")
-            out.append(Line(" ", match.group("value"), source, target))
+            out.append(Line("\\", value, None, None))
+        else:  # a blank line ("\n", "\r\n"): context, its value what unidiff keeps of it
+            full = line if body.open_end and k == last else line + "\n"
+            out.append(Line(" ", RE_HUNK_EMPTY_BODY_LINE.match(full).group("value"), source,
+                            target))
             source, target = source + 1, target + 1
-        if source >= source_end and target >= target_end:
-            break
     return out
