@@ -21,13 +21,14 @@ import bisect
 import difflib
 import hashlib
 import re
+from itertools import accumulate
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 
 import unidiff
 
-from .diffparse import hunk_lines, parse
+from .diffparse import hunk_lines, hunk_rows, parse
 from .gitpath import diff_path
 from .lines import split_lines
 from .roundcache import per_text
@@ -129,18 +130,16 @@ class FileMap:
         self.binary = patched.is_binary_file
         self.removed_file = patched.is_removed_file or self.new_path is None
         self.added_file = patched.is_added_file
-        # Per hunk: (source_start, source_end_exclusive, the hunk); its lines (``_lines``)
+        # Per hunk: (source_start, source_end_exclusive, the hunk); its lines (``_rows``)
         # are read when first needed
         self._hunks: list[tuple[int, int, unidiff.Hunk]] = []
-        self._lines: dict[int, list] = {}
+        self._lines: dict[int, tuple[list[str], list[int], list[int]]] = {}
         self._starts: list[int] = []
         self._ends: list[int] = []  # exclusive source end of each hunk, increasing too
         self._line_maps: dict[int, dict[int, int | None]] = {}
         self._deltas: list[int] = []  # cumulative (target - source) offset after each hunk
         self._old: tuple[str | None, str | None] | None = None  # (new text, old text)
-        # built on first use, once per file: per hunk, each line's old position (bisected to
-        # find the lines near an anchor); the removed old lines in runs; the lines it adds
-        self._positions: dict[int, tuple[list[int], list[bool]]] = {}
+        # built on first use, once per file: the removed old lines in runs; the lines it adds
         self._dead: tuple[list[int], list[int], list[int]] | None = None
         self._added: list[tuple[int, str]] | None = None
         self._removed: list[tuple[int, str]] | None = None
@@ -156,13 +155,19 @@ class FileMap:
             self._deltas.append(delta)
         self.changed = bool(self._hunks) or self.binary or self.old_path != self.new_path
 
-    def _hunk(self, i: int) -> list:
-        """The added, removed and context lines of hunk ``i``, read once."""
-        lines = self._lines.get(i)
-        if lines is None:
-            lines = self._lines[i] = [ln for ln in hunk_lines(self._hunks[i][2])
-                                      if ln.line_type in ("+", "-", " ")]
-        return lines
+    def _rows(self, i: int) -> tuple[list[str], list[int], list[int]]:
+        """Hunk ``i``'s added, removed and context lines as text (type and line, no
+        newline), each one's old position (for a '+' line, the old line it follows) and new
+        position (for a '-' line, the new line before it); worked out once per hunk."""
+        known = self._lines.get(i)
+        if known is None:
+            start, _, hunk = self._hunks[i]
+            rows = hunk_rows(hunk)
+            kinds = [row[:1] for row in rows]
+            at = list(accumulate([k != "+" for k in kinds], initial=start - 1))
+            new = list(accumulate([k != "-" for k in kinds], initial=hunk.target_start - 1))
+            known = self._lines[i] = (rows, at[1:], new[1:])
+        return known
 
     def map_line(self, line: int) -> int | None:
         """The new line number of old line ``line``, or None if it was removed."""
@@ -177,8 +182,9 @@ class FileMap:
     def _inside(self, i: int) -> dict[int, int | None]:
         """Old line -> new line (None when removed) within hunk ``i``, built once per hunk."""
         if i not in self._line_maps:
-            self._line_maps[i] = {ln.source_line_no: ln.target_line_no
-                                  for ln in self._hunk(i) if ln.source_line_no is not None}
+            rows, at, new = self._rows(i)
+            self._line_maps[i] = {at[k]: None if row[:1] == "-" else new[k]
+                                  for k, row in enumerate(rows) if row[:1] != "+"}
         return self._line_maps[i]
 
     def map_range(self, anchor: Anchor) -> Mapped:
@@ -201,23 +207,23 @@ class FileMap:
                 break  # hunks are in order: none after this one reaches the range either
             if ends[i] - 1 + NEARBY_LINES < lo:
                 continue
-            lines = self._hunk(i)
+            rows, at, new_at = self._rows(i)
             # Only lines whose old position is within NEARBY_LINES of the range can count;
             # positions never decrease along a hunk, so they are one slice of it.
-            at, after_removed = self._positions.get(i) or self._hunk_positions(i)
             for k in range(bisect.bisect_left(at, lo - NEARBY_LINES),
                            bisect.bisect_right(at, hi + NEARBY_LINES)):
-                ln, last_source = lines[k], at[k]
-                if ln.line_type == "-":
+                row, last_source = rows[k], at[k]
+                kind = row[:1]
+                if kind == "-":
                     if lo <= last_source <= hi:
-                        removed.append(ln.value.rstrip("\n"))
+                        removed.append(row[1:])
                     elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                         nearby = True
-                elif ln.line_type == " ":
+                elif kind != "+":
                     continue
-                elif lo <= last_source < hi or (after_removed[k] and last_source == hi):
-                    added.append(ln.value.rstrip("\n"))  # inserted inside, or replacing the end
-                    added_at.append(ln.target_line_no)
+                elif lo <= last_source < hi or (last_source == hi and _after_removed(rows, k)):
+                    added.append(row[1:])  # inserted inside, or replacing the end
+                    added_at.append(new_at[k])
                 elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                     nearby = True
         first = self.map_line(lo)
@@ -237,32 +243,15 @@ class FileMap:
         status = Status.DELETED if not kept and not added else Status.MODIFIED
         return Mapped(status, new, removed, added, nearby, rename)
 
-    def _hunk_positions(self, i: int) -> tuple[list[int], list[bool]]:
-        """Per line of hunk ``i``: its old line number (for a '+' line, the old line it
-        follows), and for a '+' line whether that old line was removed (so it replaces it)."""
-        if i not in self._positions:
-            start, lines = self._hunks[i][0], self._hunk(i)
-            at: list[int] = []
-            after_removed: list[bool] = []
-            last_source, last_removed = start - 1, False
-            for ln in lines:
-                if ln.line_type != "+":
-                    last_source, last_removed = ln.source_line_no, ln.line_type == "-"
-                at.append(last_source)
-                after_removed.append(last_removed)
-            self._positions[i] = (at, after_removed)
-        return self._positions[i]
-
     def _removed_runs(self) -> tuple[list[int], list[int], list[int]]:
         """The old lines ``map_line`` answers None for, increasing, and for each the first and
         the last old line of the run of such lines it is in."""
         if self._dead is None:
             dead = sorted(
-                ln.source_line_no
+                line
                 for i in range(len(self._hunks))
-                for ln in self._hunk(i)
-                if ln.line_type == "-"
-                and bisect.bisect_right(self._starts, ln.source_line_no) - 1 == i
+                for row, line in zip(self._rows(i)[0], self._rows(i)[1])
+                if row[:1] == "-" and bisect.bisect_right(self._starts, line) - 1 == i
             )
             first, last = list(dead), list(dead)
             for k in range(1, len(dead)):
@@ -319,11 +308,13 @@ class FileMap:
         right: set[int] = set()
         left: set[int] = set()
         for i in range(len(self._hunks)):
-            for ln in self._hunk(i):
-                if ln.target_line_no is not None:
-                    right.add(ln.target_line_no)
-                if ln.source_line_no is not None:
-                    left.add(ln.source_line_no)
+            rows, at, new = self._rows(i)
+            for row, old_no, new_no in zip(rows, at, new):
+                kind = row[:1]
+                if kind != "-":
+                    right.add(new_no)
+                if kind != "+":
+                    left.add(old_no)
         return right, left
 
     def removed_lines(self) -> list[tuple[int, str]]:
@@ -331,10 +322,10 @@ class FileMap:
         per file: treat it as read-only."""
         if self._removed is None:
             self._removed = [
-                (ln.source_line_no, ln.value.rstrip("\n"))
+                (line, row[1:])
                 for i in range(len(self._hunks))
-                for ln in self._hunk(i)
-                if ln.line_type == "-"
+                for row, line in zip(self._rows(i)[0], self._rows(i)[1])
+                if row[:1] == "-"
             ]
         return self._removed
 
@@ -356,12 +347,21 @@ class FileMap:
         file: treat it as read-only."""
         if self._added is None:
             self._added = [
-                (ln.target_line_no, ln.value.rstrip("\n"))
+                (line, row[1:])
                 for i in range(len(self._hunks))
-                for ln in self._hunk(i)
-                if ln.line_type == "+"
+                for row, line in zip(self._rows(i)[0], self._rows(i)[2])
+                if row[:1] == "+"
             ]
         return self._added
+
+
+def _after_removed(rows: list[str], k: int) -> bool:
+    """Whether added line ``rows[k]`` follows a removed line (so it replaces it), with only
+    added lines between them."""
+    k -= 1
+    while k >= 0 and rows[k][:1] == "+":
+        k -= 1
+    return k >= 0 and rows[k][:1] == "-"
 
 
 class DiffMap:

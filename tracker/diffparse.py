@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import unidiff
 from unidiff.constants import RE_HUNK_EMPTY_BODY_LINE, RE_HUNK_HEADER
 
-__all__ = ["Line", "hunk_lines", "parse"]
+__all__ = ["Line", "hunk_lines", "hunk_rows", "parse"]
 
 # what unidiff reads in place of a hunk's body: a one-line hunk of one context line
 _STAND_IN = ("@@ -1 +1 @@\n", " \n")
@@ -41,10 +41,10 @@ class _Body:
     """Where a hunk's lines are in the diff (``lines[start:end]`` of its text split at
     newlines), and once read, the lines."""
 
-    __slots__ = ("lines", "start", "end", "open_end", "read")
+    __slots__ = ("lines", "start", "end", "open_end", "markers", "read")
 
-    def __init__(self, lines: list[str], start: int, end: int, open_end: bool):
-        self.lines, self.start, self.end = lines, start, end
+    def __init__(self, lines: list[str], start: int, end: int, open_end: bool, markers: bool):
+        self.lines, self.start, self.end, self.markers = lines, start, end, markers
         self.open_end = open_end  # its last line is the text's last, without a newline
         self.read: list | None = None
 
@@ -68,9 +68,9 @@ def parse(text: str) -> unidiff.PatchSet:
                 i += 1
                 continue
             numbers = _numbers(header)
-            end, added, removed = _body_end(lines, i + 1, count, numbers)
+            end, added, removed, markers = _body_end(lines, i + 1, count, numbers)
             bodies.append((numbers, header.group(5), added, removed,
-                           _Body(lines, i + 1, end, end == count and not closed)))
+                           _Body(lines, i + 1, end, end == count and not closed, markers)))
             yield from _STAND_IN
             i = end
 
@@ -94,12 +94,14 @@ def _numbers(match) -> tuple[int, int, int, int]:
 
 
 def _body_end(lines: list[str], i: int, count: int, numbers: tuple[int, int, int, int]
-              ) -> tuple[int, int, int]:
-    """Where the body starting at ``lines[i]`` ends (exclusive), and its added and removed
-    lines: as unidiff's hunk parse counts them, with its errors."""
+              ) -> tuple[int, int, int, bool]:
+    """Where the body starting at ``lines[i]`` ends (exclusive), its added and removed lines
+    (as unidiff's hunk parse counts them, with its errors) and whether it holds a "\\"
+    marker."""
     source, source_len, target, target_len = numbers
     source_end, target_end = source + source_len, target + target_len
     added = removed = 0
+    markers = False
     while i < count:
         kind = lines[i][:1]
         i += 1
@@ -111,13 +113,27 @@ def _body_end(lines: list[str], i: int, count: int, numbers: tuple[int, int, int
             removed += 1
         elif kind in (" ", "", "\r"):
             source, target = source + 1, target + 1
-        elif kind != "\\":
+        elif kind == "\\":
+            markers = True
+        else:
             raise unidiff.UnidiffParseError(f"Hunk diff line expected: {lines[i - 1]}")
         if source > source_end or target > target_end:
             raise unidiff.UnidiffParseError("Hunk is longer than expected")
         if source == source_end and target == target_end:
-            return i, added, removed
+            return i, added, removed, markers
     raise unidiff.UnidiffParseError("Hunk is shorter than expected")
+
+
+def hunk_rows(hunk: unidiff.Hunk) -> list[str]:
+    """The added, removed and context lines of ``hunk`` as text: the line's type ("+", "-",
+    else context) then the line without its newline ("\\" markers left out). A new list,
+    made without an object per line."""
+    body = getattr(hunk, "_roundwise_body", None)
+    if body is None:  # parsed in full by unidiff
+        return [ln.line_type + ln.value.rstrip("\n") for ln in hunk
+                if ln.line_type in ("+", "-", " ")]
+    rows = body.lines[body.start:body.end]
+    return [row for row in rows if row[:1] != "\\"] if body.markers else rows
 
 
 def hunk_lines(hunk: unidiff.Hunk) -> list:
