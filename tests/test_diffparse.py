@@ -38,6 +38,10 @@ CORNERS = [
     "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n",
     # a trailing blank line after the last hunk, a removed line that looks like a header
     "--- a/c.py\n+++ b/c.py\n@@ -1,2 +1,1 @@ def f():\n--- not a header\n keep\n\n",
+    # runs of hunks broken by a marker and by a blank line, then a second file
+    "--- a/e.py\n+++ b/e.py\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n"
+    "@@ -5 +5 @@\n-c\n+d\n@@ -9 +9 @@\n-e\n+f\n\n@@ -12 +12 @@\n-g\n+h\n"
+    "--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-i\n+j\n@@ -3 +3 @@\n-k\n+l\n",
     # no newline at the end of the diff text itself
     "--- a/d.py\n+++ b/d.py\n@@ -1 +1 @@\n-a\n+b",
 ]

@@ -3,9 +3,10 @@
 unidiff builds an object per diff line with a regular expression each: on a push of 20,000
 changed lines that is most of the cost of mapping every anchor. ``parse`` lets unidiff read
 everything but the hunks' bodies (files, renames, modes, binary files, markers), in its
-``metadata_only`` mode: each hunk header reaches it with a one-line stand-in body, while the
-real body is found (and checked as unidiff checks it: line types, lengths) by counting its
-lines; the hunk then gets its real ranges and counts back. Its lines are read on first use
+``metadata_only`` mode: each run of hunks with nothing between them reaches it as one hunk
+with a one-line stand-in body, while the real bodies are found (and checked as unidiff checks
+them: line types, lengths) by counting their lines; the hunks then get their real ranges and
+counts back. Its lines are read on first use
 (``hunk_lines``), line for line as unidiff's full parse would: the same types, values and line
 numbers, and the same "\\ No newline at end of file" markers. A hunk nobody asks about is never
 read.
@@ -55,35 +56,50 @@ def parse(text: str) -> unidiff.PatchSet:
     lines = text.split("\n")
     closed = text.endswith("\n") or not text
     count = len(lines) - 1 if closed else len(lines)  # lines[count] is "" when closed
-    bodies: list[tuple] = []
+    # hunks in runs with nothing between them: unidiff reads one stand-in per run
+    runs: list[list[tuple]] = []
 
     def fed() -> Iterator[str]:
-        i = 0
+        i, after_body = 0, False
         while i < count:
             line = lines[i]
             full = line + "\n" if i < count - 1 or closed else line
             header = RE_HUNK_HEADER.match(full) if line.startswith("@@ -") else None
             if header is None:
                 yield full
-                i += 1
+                i, after_body = i + 1, False
                 continue
             numbers = _numbers(header)
             end, added, removed, markers = _body_end(lines, i + 1, count, numbers)
-            bodies.append((numbers, header.group(5), added, removed,
-                           _Body(lines, i + 1, end, end == count and not closed, markers)))
-            yield from _STAND_IN
-            i = end
+            hunk = (numbers, header.group(5), added, removed,
+                    _Body(lines, i + 1, end, end == count and not closed, markers))
+            if after_body:  # straight after another hunk: the file is the same
+                runs[-1].append(hunk)
+            else:
+                runs.append([hunk])
+                yield from _STAND_IN
+            i, after_body = end, True
 
     patch = unidiff.PatchSet(fed(), metadata_only=True)
-    hunks = [hunk for patched in patch for hunk in patched]
-    if len(hunks) != len(bodies):  # pragma: no cover - every hunk header is one of ours
+    stand_ins = [(patched, hunk) for patched in patch for hunk in patched]
+    if len(stand_ins) != len(runs):  # pragma: no cover - every hunk header is one of ours
         return unidiff.PatchSet(text)
-    for hunk, (numbers, section, added, removed, body) in zip(hunks, bodies):
-        (hunk.source_start, hunk.source_length, hunk.target_start,
-         hunk.target_length) = numbers
-        hunk.section_header = section
-        hunk._added, hunk._removed = added, removed
-        hunk._roundwise_body = body
+    real: dict[int, list] = {}
+    for (patched, stand_in), run in zip(stand_ins, runs):
+        made = [stand_in] + [unidiff.Hunk(*numbers, section) for numbers, section, *_ in run[1:]]
+        after = list(stand_in)  # markers and blank lines unidiff put after the run's last body
+        del stand_in[:]
+        made[-1].extend(after)
+        for hunk, (numbers, section, added, removed, body) in zip(made, run):
+            (hunk.source_start, hunk.source_length, hunk.target_start,
+             hunk.target_length) = numbers
+            hunk.section_header = section
+            hunk._added, hunk._removed = added, removed
+            hunk._roundwise_body = body
+        real.setdefault(id(patched), []).extend(made)
+    for patched in patch:
+        if id(patched) in real:
+            patched[:] = real[id(patched)]
     return patch
 
 
