@@ -123,3 +123,21 @@ def test_a_hunk_is_read_only_when_an_anchor_needs_it(tmp_path):
     diff.map(Anchor(path, 30, 31))
     read = [i for fm in diff.files.values() for i in fm._lines]
     assert 0 < len(read) <= 2  # the hunk at the anchor (and its neighbour), not the others
+
+
+def test_old_texts_rebuilt_from_either_parse_are_the_same():
+    """``reverse_apply`` reads a hunk's body as text when it can: the old text it rebuilds is
+    the one unidiff's own lines give, for every file of every diff here."""
+    from tracker.anchors import reverse_apply
+
+    new_text = "".join(f"n{k}\n" for k in range(400))
+    checked = 0
+    for text in CORNERS + _task_diffs():
+        try:
+            expected = unidiff.PatchSet(text)
+        except unidiff.UnidiffParseError:
+            continue
+        for fast, full in zip(parse(text), expected):
+            assert reverse_apply(new_text, fast) == reverse_apply(new_text, full)
+            checked += 1
+    assert checked >= len(CORNERS)

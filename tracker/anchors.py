@@ -28,7 +28,7 @@ from functools import cached_property
 
 import unidiff
 
-from .diffparse import hunk_lines, hunk_rows, parse
+from .diffparse import hunk_lines, hunk_rows, parse, plain_rows
 from .gitpath import diff_path
 from .lines import split_lines
 from .roundcache import per_text
@@ -464,7 +464,7 @@ def normalise(lines: list[str] | str) -> list[str]:
     """Anchored code as compared across rounds: whitespace collapsed, blank lines dropped."""
     if isinstance(lines, str):
         lines = split_lines(lines)
-    out = [_WS.sub(" ", ln).strip() for ln in lines]
+    out = [" ".join(ln.split()) for ln in lines]  # as _WS.sub(" ", ln).strip(), faster
     return [ln for ln in out if ln]
 
 
@@ -491,7 +491,7 @@ def file_lines(text: str) -> tuple[str, ...]:
 def normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
     """A file's non-blank lines as (line number, normalised text), and where (index into that
     list) each normalised line occurs."""
-    norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := _WS.sub(" ", ln).strip())]
+    norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := " ".join(ln.split()))]
     where: dict[str, list[int]] = {}
     for j, (_, n) in enumerate(norm):
         where.setdefault(n, []).append(j)
@@ -546,7 +546,12 @@ def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | N
         out.extend(new_lines[pos:start])
         pos = start
         previous = None
-        for line in hunk_lines(hunk):
+        rows = plain_rows(hunk)
+        if rows is not None:  # the body as text: its old lines, and as many new as it says
+            out.extend([row[1:] + "\n" for row in rows if row[:1] != "+"])
+            pos += hunk.target_length
+            previous = rows[-1][:1]
+        for line in hunk if rows is not None else hunk_lines(hunk):
             if line.line_type in (" ", "-"):
                 out.append(line.value)
             if line.line_type in (" ", "+"):

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import unidiff
 from unidiff.constants import RE_HUNK_EMPTY_BODY_LINE, RE_HUNK_HEADER
 
-__all__ = ["Line", "hunk_lines", "hunk_rows", "parse"]
+__all__ = ["Line", "hunk_lines", "hunk_rows", "parse", "plain_rows"]
 
 # what unidiff reads in place of a hunk's body: a one-line hunk of one context line
 _STAND_IN = ("@@ -1 +1 @@\n", " \n")
@@ -42,10 +42,12 @@ class _Body:
     """Where a hunk's lines are in the diff (``lines[start:end]`` of its text split at
     newlines), and once read, the lines."""
 
-    __slots__ = ("lines", "start", "end", "open_end", "markers", "read")
+    __slots__ = ("lines", "start", "end", "open_end", "markers", "plain", "read")
 
-    def __init__(self, lines: list[str], start: int, end: int, open_end: bool, markers: bool):
+    def __init__(self, lines: list[str], start: int, end: int, open_end: bool, markers: bool,
+                 plain: bool):
         self.lines, self.start, self.end, self.markers = lines, start, end, markers
+        self.plain = plain and not open_end  # only " ", "+", "-" lines, each with a newline
         self.open_end = open_end  # its last line is the text's last, without a newline
         self.read: list | None = None
 
@@ -70,9 +72,9 @@ def parse(text: str) -> unidiff.PatchSet:
                 i, after_body = i + 1, False
                 continue
             numbers = _numbers(header)
-            end, added, removed, markers = _body_end(lines, i + 1, count, numbers)
+            end, added, removed, markers, plain = _body_end(lines, i + 1, count, numbers)
             hunk = (numbers, header.group(5), added, removed,
-                    _Body(lines, i + 1, end, end == count and not closed, markers))
+                    _Body(lines, i + 1, end, end == count and not closed, markers, plain))
             if after_body:  # straight after another hunk: the file is the same
                 runs[-1].append(hunk)
             else:
@@ -110,14 +112,14 @@ def _numbers(match) -> tuple[int, int, int, int]:
 
 
 def _body_end(lines: list[str], i: int, count: int, numbers: tuple[int, int, int, int]
-              ) -> tuple[int, int, int, bool]:
+              ) -> tuple[int, int, int, bool, bool]:
     """Where the body starting at ``lines[i]`` ends (exclusive), its added and removed lines
-    (as unidiff's hunk parse counts them, with its errors) and whether it holds a "\\"
-    marker."""
+    (as unidiff's hunk parse counts them, with its errors), whether it holds a "\\" marker
+    and whether every line starts with " ", "+" or "-"."""
     source, source_len, target, target_len = numbers
     source_end, target_end = source + source_len, target + target_len
     added = removed = 0
-    markers = False
+    markers = blank = False
     while i < count:
         kind = lines[i][:1]
         i += 1
@@ -127,8 +129,10 @@ def _body_end(lines: list[str], i: int, count: int, numbers: tuple[int, int, int
         elif kind == "-":
             source += 1
             removed += 1
-        elif kind in (" ", "", "\r"):
+        elif kind == " ":
             source, target = source + 1, target + 1
+        elif kind in ("", "\r"):
+            source, target, blank = source + 1, target + 1, True
         elif kind == "\\":
             markers = True
         else:
@@ -136,7 +140,7 @@ def _body_end(lines: list[str], i: int, count: int, numbers: tuple[int, int, int
         if source > source_end or target > target_end:
             raise unidiff.UnidiffParseError("Hunk is longer than expected")
         if source == source_end and target == target_end:
-            return i, added, removed, markers
+            return i, added, removed, markers, not (markers or blank)
     raise unidiff.UnidiffParseError("Hunk is shorter than expected")
 
 
@@ -150,6 +154,16 @@ def hunk_rows(hunk: unidiff.Hunk) -> list[str]:
                 if ln.line_type in ("+", "-", " ")]
     rows = body.lines[body.start:body.end]
     return [row for row in rows if row[:1] != "\\"] if body.markers else rows
+
+
+def plain_rows(hunk: unidiff.Hunk) -> list[str] | None:
+    """The body of a hunk ``parse`` read whose lines all start with " ", "+" or "-" and end
+    with a newline, as text without the newlines (a new list); else None. The
+    hunk itself then lists only what unidiff put after the body (markers, blank lines)."""
+    body = getattr(hunk, "_roundwise_body", None)
+    if body is None or not body.plain:
+        return None
+    return body.lines[body.start:body.end]
 
 
 def hunk_lines(hunk: unidiff.Hunk) -> list:
