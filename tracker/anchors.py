@@ -154,6 +154,7 @@ class FileMap:
             delta += hunk.target_length - hunk.source_length
             self._deltas.append(delta)
         self.changed = bool(self._hunks) or self.binary or self.old_path != self.new_path
+        self.edited = bool(self._hunks)  # some line of it was added or removed
 
     def _rows(self, i: int) -> tuple[list[str], list[int], list[int]]:
         """Hunk ``i``'s added, removed and context lines as text (type and line, no
