@@ -495,7 +495,11 @@ def normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[i
     norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := " ".join(ln.split()))]
     where: dict[str, list[int]] = {}
     for j, (_, n) in enumerate(norm):
-        where.setdefault(n, []).append(j)
+        found = where.get(n)
+        if found is None:
+            where[n] = [j]
+        else:
+            found.append(j)
     return norm, where
 
 
