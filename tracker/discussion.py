@@ -117,8 +117,8 @@ def raises_concern(body: str | None, *, inline: bool) -> bool:
     text = plain_text(body).strip()
     if not text:
         return inline
-    if _praise_only(text):
-        return False
+    if len(body or "") <= MAX_READ and _praise_only(text):
+        return False  # (a comment longer than what is read is never taken as praise alone)
     if inline:
         return True
     if _META.search(text) and len(text) < 200 and not _CODE_SPAN.search(_without_pointers(text)):
