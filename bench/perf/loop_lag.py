@@ -2,7 +2,7 @@
 three shapes of work that used to hold it.
 
     python -m bench.perf.loop_lag [--repeats 3] [--files 400] [--patch-lines 1500]
-                                  [--mention-kb 64]
+                                  [--mention-kb 64] [--explain]
 
 The real server (``bot.server.app.create_app``, offline reviewer, workers on, a fresh SQLite
 ledger) runs in a process of its own with a probe on its event loop: a task that sleeps 5 ms
@@ -55,10 +55,17 @@ SHAPES = ("first-round", "files-page", "mention-flood")
 SMALL, BIG, TALK = 1, 2, 3  # pull request numbers
 
 
-def serve(config: Config, conn) -> None:
+def serve(config: Config, conn, explain: bool = False) -> None:
     """The server with its loop probe, in its own process: sends its port, then answers
-    "mark" (start a measurement) and "read" (the worst lag in ms since the mark)."""
+    "mark" (start a measurement) and "read" (the worst lag in ms since the mark). With
+    ``explain``, asyncio's debug mode logs every callback that held the loop over 20 ms."""
     async def main() -> None:
+        if explain:
+            import logging
+
+            logging.basicConfig(level=logging.WARNING)
+            asyncio.get_running_loop().set_debug(True)
+            asyncio.get_running_loop().slow_callback_duration = 0.02
         from bot.review.llm_config import configure_litellm
         from bot.server.app import create_app
         from bot.server.serving import settle_heap
@@ -119,10 +126,10 @@ def flood(kb: int) -> str:
 
 
 class Server:
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, explain: bool = False):
         self.pipe, theirs = multiprocessing.Pipe()
-        self.process = multiprocessing.get_context("spawn").Process(target=serve,
-                                                                    args=(config, theirs))
+        self.process = multiprocessing.get_context("spawn").Process(
+            target=serve, args=(config, theirs, explain))
         self.url = ""
 
     async def ask(self, command: str) -> float:
@@ -139,14 +146,15 @@ class Server:
         await asyncio.get_running_loop().run_in_executor(None, self.process.join, 30)
 
 
-async def one_repeat(fake: FakeGitHub, private: str, mention_kb: int) -> dict[str, float]:
+async def one_repeat(fake: FakeGitHub, private: str, mention_kb: int, explain: bool = False
+                     ) -> dict[str, float]:
     """A fresh server: the idle lag, then each shape's worst lag (ms)."""
     with tempfile.TemporaryDirectory() as folder:
         db = str(Path(folder) / "ledger.db")
         config = Config(app_id=str(APP_ID), private_key=private,
                         webhook_secret=secrets.token_hex(16), api_url=fake.url, db_path=db,
                         workers=2, bot_login=fake.bot_login)
-        server = Server(config)
+        server = Server(config, explain)
         await server.start()
         queue = open_queue_store(db)
         out: dict[str, float] = {}
@@ -182,13 +190,14 @@ async def one_repeat(fake: FakeGitHub, private: str, mention_kb: int) -> dict[st
         return out
 
 
-async def run(repeats: int, files: int, patch_lines: int, mention_kb: int) -> list[dict]:
+async def run(repeats: int, files: int, patch_lines: int, mention_kb: int,
+              explain: bool = False) -> list[dict]:
     private, public = throwaway_key()
     rows = []
     async with FakeGitHub(APP_ID, public, rate_limit=1_000_000) as fake:
         setup(fake, files, patch_lines)
         for _ in range(repeats):
-            rows.append(await one_repeat(fake, private, mention_kb))
+            rows.append(await one_repeat(fake, private, mention_kb, explain))
             print("  " + "  ".join(f"{k} {v:.1f} ms" for k, v in rows[-1].items()), flush=True)
     return rows
 
@@ -213,8 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=400)
     parser.add_argument("--patch-lines", type=int, default=1500)
     parser.add_argument("--mention-kb", type=int, default=64)
+    parser.add_argument("--explain", action="store_true",
+                        help="log each callback that held the server's loop over 20 ms "
+                             "(asyncio debug mode: slower, for finding them, not measuring)")
     args = parser.parse_args(argv)
-    rows = asyncio.run(run(max(args.repeats, 1), args.files, args.patch_lines, args.mention_kb))
+    rows = asyncio.run(run(max(args.repeats, 1), args.files, args.patch_lines, args.mention_kb,
+                           args.explain))
     return 0 if report(rows) else 1
 
 
