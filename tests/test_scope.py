@@ -82,7 +82,7 @@ def test_a_round_parses_only_the_files_whose_scopes_it_needs(monkeypatch):
     """A Python file the push did not touch is never parsed, nor the new side of one whose
     changed lines do not use what a comment names: only the old side of the changed file,
     for the scope (the method around the comment) the decision reads."""
-    from bench.diffs import git_diff
+    from bench.tasks.diffs import git_diff
     from tracker import scope
     from tracker.decide import RoundInput, decide_round
     from tracker.lifecycle import State

@@ -41,9 +41,9 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bench import payloads
+from bench.replay import payloads
 from bench.fake_github import FakeGitHub
-from bench.replay import throwaway_key
+from bench.replay.github import throwaway_key
 from bot.config.env import Config
 from bot.github import RetryPolicy
 from bot.store import open_queue_store
