@@ -55,17 +55,50 @@ SHAPES = ("first-round", "files-page", "mention-flood")
 SMALL, BIG, TALK = 1, 2, 3  # pull request numbers
 
 
+class Watchdog:
+    """With ``--explain``: a thread that looks at the loop's thread every 2 ms and, while
+    the probe has not ticked for 30 ms, notes where the loop thread is (its innermost frames
+    in roundwise's or aiohttp's code), counting the looks per place: where a stall sits."""
+
+    def __init__(self, loop_thread: int):
+        import threading
+
+        self.loop_thread = loop_thread
+        self.tick = time.monotonic()
+        self.seen: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import traceback
+
+        while not self._stop.wait(0.002):
+            if time.monotonic() - self.tick < 0.03:
+                continue
+            frame = sys._current_frames().get(self.loop_thread)
+            if frame is None:
+                continue
+            stack = traceback.extract_stack(frame)
+            ours = [f for f in stack if "/bot/" in f.filename or "/tracker/" in f.filename
+                    or "site-packages" in f.filename][-3:] or stack[-3:]
+            place = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
+                               for f in reversed(ours))
+            self.seen[place] = self.seen.get(place, 0) + 1
+
+    def report(self) -> str:
+        top = sorted(self.seen.items(), key=lambda kv: -kv[1])[:6]
+        self.seen = {}
+        return "\n".join(f"    {n * 2:5d} ms  {place}" for place, n in top)
+
+
 def serve(config: Config, conn, explain: bool = False) -> None:
     """The server with its loop probe, in its own process: sends its port, then answers
-    "mark" (start a measurement) and "read" (the worst lag in ms since the mark). With
-    ``explain``, asyncio's debug mode logs every callback that held the loop over 20 ms."""
+    "mark" (start a measurement) and "read" (the worst lag in ms since the mark, and with
+    ``explain`` where the loop thread stood while it stalled)."""
     async def main() -> None:
-        if explain:
-            import logging
+        import threading
 
-            logging.basicConfig(level=logging.WARNING)
-            asyncio.get_running_loop().set_debug(True)
-            asyncio.get_running_loop().slow_callback_duration = 0.02
         from bot.review.llm_config import configure_litellm
         from bot.server.app import create_app
         from bot.server.serving import settle_heap
@@ -77,6 +110,7 @@ def serve(config: Config, conn, explain: bool = False) -> None:
         await web.TCPSite(runner, "127.0.0.1", 0, backlog=1024).start()
         settle_heap()
         worst = [0.0]
+        watchdog = Watchdog(threading.get_ident()) if explain else None
 
         async def probe() -> None:
             loop = asyncio.get_running_loop()
@@ -84,6 +118,8 @@ def serve(config: Config, conn, explain: bool = False) -> None:
                 before = loop.time()
                 await asyncio.sleep(PROBE)
                 worst[0] = max(worst[0], loop.time() - before - PROBE)
+                if watchdog is not None:
+                    watchdog.tick = time.monotonic()
 
         probing = asyncio.create_task(probe())
         conn.send(runner.addresses[0][1])
@@ -91,7 +127,9 @@ def serve(config: Config, conn, explain: bool = False) -> None:
         while (command := await loop.run_in_executor(None, conn.recv)) != "stop":
             if command == "mark":
                 worst[0] = 0.0
-            conn.send(worst[0] * 1000)
+                if watchdog is not None:
+                    watchdog.report()
+            conn.send((worst[0] * 1000, watchdog.report() if watchdog else ""))
         probing.cancel()
         await runner.cleanup()
 
@@ -133,8 +171,12 @@ class Server:
         self.url = ""
 
     async def ask(self, command: str) -> float:
+        """The worst lag (ms) since the last mark; where it stalled is printed."""
         self.pipe.send(command)
-        return await asyncio.get_running_loop().run_in_executor(None, self.pipe.recv)
+        lag, where = await asyncio.get_running_loop().run_in_executor(None, self.pipe.recv)
+        if where and command == "read":
+            print(f"  stalls (loop thread's place while the probe was late):\n{where}")
+        return lag
 
     async def start(self) -> None:
         self.process.start()
@@ -223,8 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patch-lines", type=int, default=1500)
     parser.add_argument("--mention-kb", type=int, default=64)
     parser.add_argument("--explain", action="store_true",
-                        help="log each callback that held the server's loop over 20 ms "
-                             "(asyncio debug mode: slower, for finding them, not measuring)")
+                        help="print where the server's loop thread stood while it stalled")
     args = parser.parse_args(argv)
     rows = asyncio.run(run(max(args.repeats, 1), args.files, args.patch_lines, args.mention_kb,
                            args.explain))
