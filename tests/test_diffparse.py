@@ -22,26 +22,26 @@ from .conftest import EXAMPLES, SHARED_DATA
 
 CORNERS = [
     # no newline at the end of the file, on both sides
-    "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n"
-    "\\ No newline at end of file\n+y = 3\n\\ No newline at end of file\n",
+    ("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n"
+     "\\ No newline at end of file\n+y = 3\n\\ No newline at end of file\n"),
     # a blank line in a hunk (an editor stripped its space), CRLF lines, a one-line hunk
     "--- a/b.txt\n+++ b/b.txt\n@@ -1,3 +1,3 @@\n first\r\n\n-old\r\n+new\r\n@@ -9 +9 @@\n-z\n+Z\n",
     # binary, rename with edits, deletion, addition, mode change
-    "diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png "
-    "and b/img.png differ\n"
-    "diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
-    "--- a/old.py\n+++ b/new.py\n@@ -1 +1,2 @@\n keep\n+added\n"
-    "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\n--- a/gone.py\n+++ /dev/null\n"
-    "@@ -1,2 +0,0 @@\n-a\n-b\n"
-    "diff --git a/born.py b/born.py\nnew file mode 100644\n--- /dev/null\n+++ b/born.py\n"
-    "@@ -0,0 +1 @@\n+hello\n"
-    "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n",
+    ("diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png "
+     "and b/img.png differ\n"
+     "diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
+     "--- a/old.py\n+++ b/new.py\n@@ -1 +1,2 @@\n keep\n+added\n"
+     "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\n--- a/gone.py\n+++ /dev/null\n"
+     "@@ -1,2 +0,0 @@\n-a\n-b\n"
+     "diff --git a/born.py b/born.py\nnew file mode 100644\n--- /dev/null\n+++ b/born.py\n"
+     "@@ -0,0 +1 @@\n+hello\n"
+     "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"),
     # a trailing blank line after the last hunk, a removed line that looks like a header
     "--- a/c.py\n+++ b/c.py\n@@ -1,2 +1,1 @@ def f():\n--- not a header\n keep\n\n",
     # runs of hunks broken by a marker and by a blank line, then a second file
-    "--- a/e.py\n+++ b/e.py\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n"
-    "@@ -5 +5 @@\n-c\n+d\n@@ -9 +9 @@\n-e\n+f\n\n@@ -12 +12 @@\n-g\n+h\n"
-    "--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-i\n+j\n@@ -3 +3 @@\n-k\n+l\n",
+    ("--- a/e.py\n+++ b/e.py\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n"
+     "@@ -5 +5 @@\n-c\n+d\n@@ -9 +9 @@\n-e\n+f\n\n@@ -12 +12 @@\n-g\n+h\n"
+     "--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-i\n+j\n@@ -3 +3 @@\n-k\n+l\n"),
     # no newline at the end of the diff text itself
     "--- a/d.py\n+++ b/d.py\n@@ -1 +1 @@\n-a\n+b",
 ]
@@ -119,7 +119,7 @@ def test_a_hunk_is_read_only_when_an_anchor_needs_it(tmp_path):
     diff = DiffMap(text)
     from tracker.anchors import Anchor
 
-    path = sorted(diff.files)[0]
+    path = min(diff.files)
     diff.map(Anchor(path, 30, 31))
     read = [i for fm in diff.files.values() for i in fm._lines]
     assert 0 < len(read) <= 2  # the hunk at the anchor (and its neighbour), not the others

@@ -21,10 +21,10 @@ import bisect
 import difflib
 import hashlib
 import re
-from itertools import accumulate
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from itertools import accumulate
 
 import unidiff
 

@@ -28,7 +28,7 @@ _STAND_IN = ("@@ -1 +1 @@\n", " \n")
 class Line:
     """One line of a hunk, with the attributes of ``unidiff.patch.Line`` the tracker reads."""
 
-    __slots__ = ("line_type", "value", "source_line_no", "target_line_no")
+    __slots__ = ("line_type", "source_line_no", "target_line_no", "value")
 
     def __init__(self, line_type: str, value: str, source_line_no: int | None,
                  target_line_no: int | None):
@@ -42,7 +42,7 @@ class _Body:
     """Where a hunk's lines are in the diff (``lines[start:end]`` of its text split at
     newlines), and once read, the lines."""
 
-    __slots__ = ("lines", "start", "end", "open_end", "markers", "plain", "read")
+    __slots__ = ("end", "lines", "markers", "open_end", "plain", "read", "start")
 
     def __init__(self, lines: list[str], start: int, end: int, open_end: bool, markers: bool,
                  plain: bool):

@@ -41,8 +41,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bench.replay import payloads
 from bench.fake_github import FakeGitHub
+from bench.replay import payloads
 from bench.replay.github import throwaway_key
 from bot.config.env import Config
 from bot.github import RetryPolicy
