@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import difflib
 import hashlib
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -458,14 +457,13 @@ class DiffMap:
         return fm.added_lines() if fm else []
 
 
-_WS = re.compile(r"\s+")
-
-
 def normalise(lines: list[str] | str) -> list[str]:
     """Anchored code as compared across rounds: whitespace collapsed, blank lines dropped."""
     if isinstance(lines, str):
         lines = split_lines(lines)
-    out = [" ".join(ln.split()) for ln in lines]  # as _WS.sub(" ", ln).strip(), faster
+    # whitespace runs as one space, the ends stripped: str.split's whitespace is the regular
+    # expression \s's, code point for code point
+    out = [" ".join(ln.split()) for ln in lines]
     return [ln for ln in out if ln]
 
 
