@@ -23,7 +23,8 @@ jobs are done:
 It prints each shape's worst lag per repeat and min/median/max over the repeats, beside the
 probe's idle reading (the same server, nothing to do, for as long): the goal is at most 50 ms
 for each shape. The machine may be shared: the idle reading says how much lag others' work
-causes on its own.
+causes on its own. ``--explain`` adds, per shape, where the loop thread stood while it stalled
+(``Watchdog``) and the modules first imported meanwhile.
 """
 
 from __future__ import annotations
@@ -58,14 +59,20 @@ SMALL, BIG, TALK = 1, 2, 3  # pull request numbers
 class Watchdog:
     """With ``--explain``: a thread that looks at the loop's thread every 2 ms and, while
     the probe has not ticked for 30 ms, notes where the loop thread is (its innermost frames
-    in roundwise's or aiohttp's code), counting the looks per place: where a stall sits."""
+    in roundwise's or aiohttp's code), counting the looks per place: where a stall sits. A
+    garbage collection of 10 ms or more is noted as a place of its own. A stall with few looks
+    was not the loop's code: the process waited for the GIL (a long C call in another thread)
+    or for a core."""
 
     def __init__(self, loop_thread: int):
+        import gc
         import threading
 
         self.loop_thread = loop_thread
         self.tick = time.monotonic()
         self.seen: dict[str, int] = {}
+        self._gc_start = 0.0
+        gc.callbacks.append(self._collected)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -85,6 +92,16 @@ class Watchdog:
             place = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
                                for f in reversed(ours))
             self.seen[place] = self.seen.get(place, 0) + 1
+
+    def _collected(self, phase: str, info: dict) -> None:
+        """Garbage collections hold every thread: the long ones are noted as a place."""
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+            return
+        took = (time.perf_counter() - self._gc_start) * 1000
+        if took >= 10:
+            place = f"garbage collection of generation {info['generation']}"
+            self.seen[place] = self.seen.get(place, 0) + round(took / 2)
 
     def report(self) -> str:
         top = sorted(self.seen.items(), key=lambda kv: -kv[1])[:6]
@@ -122,14 +139,21 @@ def serve(config: Config, conn, explain: bool = False) -> None:
                     watchdog.tick = time.monotonic()
 
         probing = asyncio.create_task(probe())
+        known = set(sys.modules)
         conn.send(runner.addresses[0][1])
         loop = asyncio.get_running_loop()
         while (command := await loop.run_in_executor(None, conn.recv)) != "stop":
             if command == "mark":
                 worst[0] = 0.0
+                known = set(sys.modules)
                 if watchdog is not None:
                     watchdog.report()
-            conn.send((worst[0] * 1000, watchdog.report() if watchdog else ""))
+            where = ""
+            if watchdog is not None:
+                imported = sorted({m.split(".")[0] for m in set(sys.modules) - known})
+                where = watchdog.report() + (f"\n    imported meanwhile: {', '.join(imported)}"
+                                             if imported else "")
+            conn.send((worst[0] * 1000, where))
         probing.cancel()
         await runner.cleanup()
 
