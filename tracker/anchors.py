@@ -20,10 +20,12 @@ from __future__ import annotations
 import bisect
 import difflib
 import hashlib
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, compress
 
 import unidiff
 
@@ -487,18 +489,45 @@ def file_lines(text: str) -> tuple[str, ...]:
 
 
 @per_text(maxsize=64)
-def normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
+def normalised_lines(text: str) -> tuple[list[tuple[int, str]], Occurrences]:
     """A file's non-blank lines as (line number, normalised text), and where (index into that
-    list) each normalised line occurs."""
-    norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := " ".join(ln.split()))]
-    where: dict[str, list[int]] = {}
-    for j, (_, n) in enumerate(norm):
-        found = where.get(n)
+    list) each normalised line occurs (``Occurrences``: a mapping, read-only)."""
+    lines = file_lines(text)
+    normed = list(map(" ".join, map(str.split, lines)))  # as ``normalise``, line by line
+    texts = list(filter(None, normed))
+    norm = list(zip(compress(range(1, len(lines) + 1), normed), texts))
+    return norm, Occurrences(texts)
+
+
+class Occurrences(Mapping):
+    """Normalised line -> the indexes (into the non-blank lines) where it occurs, increasing.
+    Built at C speed: the first place and the count of every line at once, the other places
+    of a line that occurs more than once when it is first asked for."""
+
+    def __init__(self, texts: list[str]):
+        self._texts = texts
+        # the first index of each line: a later (smaller) index overwrites a larger one
+        self._first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1)))
+        self._counts = Counter(texts) if len(self._first) < len(texts) else None
+        self._found: dict[str, list[int]] = {}
+
+    def __getitem__(self, line: str) -> list[int]:
+        first = self._first[line]
+        if self._counts is None or self._counts[line] == 1:
+            return [first]
+        found = self._found.get(line)
         if found is None:
-            where[n] = [j]
-        else:
-            found.append(j)
-    return norm, where
+            found, index = [first], self._texts.index
+            while len(found) < self._counts[line]:
+                found.append(index(line, found[-1] + 1))
+            self._found[line] = found
+        return found
+
+    def __iter__(self):
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
 
 
 def distinctive(lines: list[str] | str, minimum: int = 12) -> bool:

@@ -207,7 +207,12 @@ class Case:
     @cached_property
     def subject_on_anchor(self) -> set[str]:
         """Tokens the comment names (or words it uses) that stand on the anchored lines."""
-        return self.subject.on(tokens(self.range_code))
+        return self.subject.on(self.range_tokens)
+
+    @cached_property
+    def range_tokens(self) -> Counter:
+        """The tokens of the anchored lines at the previous head, counted once."""
+        return tokens(self.range_code)
 
     @cached_property
     def file_tokens_before(self):
@@ -440,7 +445,8 @@ def subject_removed(case: Case) -> Ruling | None:
     if not named or m is None or m.status is Status.UNTOUCHED or m.anchor is None:
         return None
     now = tokens(lines_of(case.new_text, m.anchor.start, m.anchor.end))
-    gone = sorted(t for t in named if now[t] < tokens(case.range_code)[t])
+    before = case.range_tokens
+    gone = sorted(t for t in named if now[t] < before[t])
     if not gone:
         return None
     return Ruling(State.RESOLVED, "subject-removed", f"`{'`, `'.join(gone[:3])}`, which the "
