@@ -260,3 +260,29 @@ def test_find_code_through_the_line_index_finds_what_a_scan_finds(text, code, ne
     else:
         expected = min(found, key=lambda f: abs(f[0] - near))
     assert find_code("\n".join(text), code, near=near) == expected
+
+
+def test_normalised_lines_and_their_places_are_those_of_a_line_by_line_walk():
+    """``normalised_lines`` builds at C speed (and finds a repeated line's other places when
+    asked): the same non-blank lines, numbers and places as normalising each line with the
+    whitespace regex and indexing them one by one, on random texts with repeats, blanks, CRLF
+    and Unicode spaces."""
+    import random
+    import re
+
+    from tracker.anchors import file_lines, normalised_lines
+
+    spaces = re.compile(r"\s+")
+    rng = random.Random(5)
+    pieces = ["", "  ", "x = 1", "  x  =  1", "return x", "}", "\t}\r", "f(y)\x0c", "\u00a0y"]
+    for _ in range(200):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        text += rng.choice(["", "\n", "\r\n"])
+        norm = [(i + 1, n) for i, line in enumerate(file_lines(text))
+                if (n := spaces.sub(" ", line).strip())]
+        where: dict[str, list[int]] = {}
+        for j, (_, n) in enumerate(norm):
+            where.setdefault(n, []).append(j)
+        got_norm, got_where = normalised_lines(text)
+        assert got_norm == norm
+        assert dict(got_where.items()) == where and got_where.get("absent") is None

@@ -39,7 +39,8 @@ def test_the_big_diff_cases_run_and_check_every_anchor_against_the_reference(cap
     rows = [line.split() for line in capsys.readouterr().out.splitlines()
             if line.split()[:1] in (["hunks"], ["giant"])]
     assert [r[0] for r in rows] == ["hunks", "giant"]
-    assert all(len(r) == 14 and r[10].endswith("x") and int(r[4]) == 30 for r in rows)
+    assert all(len(r) == 12 and r[10].endswith("x") and r[11].endswith("x")
+               and r[10].count("/") == 2 and int(r[4]) == 30 for r in rows)
     assert int(rows[0][2]) > 20 and int(rows[1][2]) == 1  # many hunks; one hunk
 
 

@@ -18,10 +18,11 @@ import pytest
 import unidiff
 
 from bench.perf import bigdiff as bench_bigdiff
-from bench.perf.bigdiff import GitDiffs, RefFile, big_files
+from bench.perf.bigdiff import GitDiffs, big_files, reference_parse
 from bot.store.ledger_sqlite import Ledger
 from tracker.anchors import NEARBY_LINES, Anchor, DiffMap, FileMap, Status
 from tracker.decide import RoundInput, decide_round
+from tracker.diffparse import hunk_lines
 from tracker.models import Finding
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git for the diffs")
@@ -169,9 +170,11 @@ def scanned(fm: FileMap, lo: int, hi: int) -> tuple[list[str], list[str], bool]:
     """Removed lines, added lines and 'an edit next to it', by walking every line of every
     hunk (the mapping as it was before it bisected)."""
     removed, added, nearby = [], [], False
-    for start, _, lines in fm._hunks:
+    for start, _, hunk in fm._hunks:
         last, last_removed = start - 1, False
-        for ln in lines:
+        for ln in hunk_lines(hunk):  # unidiff's line objects, as the mapping once read them
+            if ln.line_type == "\\":
+                continue
             if ln.line_type == " ":
                 last, last_removed = ln.source_line_no, False
             elif ln.line_type == "-":
@@ -215,8 +218,8 @@ def test_every_anchor_lands_where_an_independent_bisect_puts_it(seed, tmp_path):
     old, new = random_rounds(seed)
     repo = GitDiffs(tmp_path / "repo")
     repo.start(old)
-    patch = unidiff.PatchSet(repo.diff(new))
-    diff, ref = DiffMap(patch), RefFile(patch[0])
+    text = repo.diff(new)
+    diff, ref = DiffMap(text), reference_parse(text)["a.py"]
     size = old["a.py"].count("\n")
     checked = 0
     for lo in range(1, size + 1):

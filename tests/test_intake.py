@@ -137,3 +137,55 @@ def test_impossible_line_numbers_anchor_nothing_and_the_next_round_still_decides
     old_row = dataclasses.replace(kept, line_start=-3, line_end=-3)
     assert not old_row.anchored
     assert decide_round([old_row], RoundInput.from_diff(2, diff, {}))[0].state is State.OPEN
+
+
+def test_a_64_kb_mention_flood_is_read_in_bounded_work(ledger, monkeypatch):
+    """A person's comment of 65,536 characters of @mentions (GitHub's limit) is taken in
+    whole (the defect keeps it), but the keyword readings see at most its first
+    ``MAX_READ`` characters, so the work they do does not grow with the comment: measured
+    in characters handed to the regular expressions, not in time."""
+    import re
+
+    from tracker import discussion
+
+    seen: list[int] = []
+    class Counted:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def search(self, text, *args):
+            seen.append(len(text))
+            return self.pattern.search(text, *args)
+
+        def match(self, text, *args):
+            seen.append(len(text))
+            return self.pattern.match(text, *args)
+
+        def sub(self, repl, text, *args):
+            seen.append(len(text))
+            return self.pattern.sub(repl, text, *args)
+
+        def findall(self, text, *args):
+            seen.append(len(text))
+            return self.pattern.findall(text, *args)
+
+    for name, value in vars(discussion).items():
+        # ```suggestion is looked for in the whole body: a literal, found at memchr speed
+        if isinstance(value, re.Pattern) and name != "_SUGGESTION":
+            monkeypatch.setattr(discussion, name, Counted(value))
+    real_re_search = re.search
+
+    def counted_re_search(pattern, text, *args):
+        seen.append(len(text))
+        return real_re_search(pattern, text, *args)
+
+    monkeypatch.setattr(discussion.re, "search", counted_re_search)
+    flood = "".join(f"@user{n} " for n in range(9000))[:65_536]
+    pr = setup(ledger)
+    out = take_comment(ledger, pr, Comment(id=7, kind="issue_comment", author="rina",
+                                           body="Please check " + flood),
+                       pr_author="sam")
+    assert out.action == "raised" and len(out.defect.description) == 65_536
+    bound = getattr(discussion, "MAX_READ", 4096)
+    assert seen and max(seen) <= bound
+    assert sum(seen) <= 40 * bound  # a bounded number of bounded readings

@@ -115,10 +115,15 @@ def test_the_queue_bench_runs_small(capsys):
 
 
 def test_the_ack_bench_runs_small_and_refuses_an_engine_the_app_lacks(capsys):
+    """Both references and the app, one small round each; an engine that cannot serve is
+    refused with the reason."""
     assert bench_ack.main(["--deliveries", "10", "--rounds", "1"]) in (0, 1)
     out = capsys.readouterr().out
     assert "bare p99" in out and "app p99 / bare p99:" in out
-    assert "10" in out.splitlines()[2]  # every delivery answered by both servers
+    # the durable reference commits each delivery as the app must; its ratio is the verdict
+    assert "durable p99" in out and "app p99 / durable p99:" in out
+    assert "the verdict is against the durable reference" in out
+    assert out.splitlines()[2].split()[3::4] == ["10", "10", "10"]  # every delivery answered
     code = bench_ack.main(["--deliveries", "5", "--rounds", "1",
                            "--db", "postgresql://postgres@127.0.0.1:9/none"])
     err = capsys.readouterr().err  # no ledger engine for it yet, or no server on port 9

@@ -76,3 +76,51 @@ def test_unknown_languages_and_unparsable_input_have_no_scope():
     assert enclosing("notes.txt", "def total():\n  pass\n", 2) is None
     assert definition("a.py", None, "total") is None
     assert definition("a.py", "def total(:\n", "") is None
+
+
+def test_a_round_parses_only_the_files_whose_scopes_it_needs(monkeypatch):
+    """A Python file the push did not touch is never parsed, nor the new side of one whose
+    changed lines do not use what a comment names: only the old side of the changed file,
+    for the scope (the method around the comment) the decision reads."""
+    from bench.tasks.diffs import git_diff
+    from tracker import scope
+    from tracker.decide import RoundInput, decide_round
+    from tracker.lifecycle import State
+    from tracker.models import Defect
+
+    def fn(name, body):
+        return f"class {name.title()}:\n    def {name}(self, x):\n" + "".join(
+            f"        {line}\n" for line in body) + "        return x\n"
+
+    old = {"kept.py": fn("kept", [f"y_{i} = total(x, {i})" for i in range(8)]),
+           "edited.py": fn("edited", [f"z_{i} = scale(x, {i})" for i in range(8)])}
+    new = {**old, "edited.py": old["edited.py"].replace("z_6 = scale(x, 6)", "z_6 = 0")}
+
+    def defect(key, path, line, description):
+        code = old[path].split("\n")[line - 1]
+        return Defect(key=key, description=description, origin="bot", state=State.OPEN,
+                      raised_round=1, state_round=1, path=path, line_start=line,
+                      line_end=line, code=code.strip())
+
+    defects = [defect("D1", "kept.py", 4, "`total` is computed twice here"),
+               defect("D2", "edited.py", 4, "`scale` may overflow here"),
+               defect("D3", "kept.py", 5, "this is not thread safe")]
+    parsed: list[str] = []
+    real = scope._parser
+
+    class Counting:
+        def __init__(self, parser):
+            self.parser = parser
+
+        def parse(self, data, *args):
+            parsed.append(data.decode())
+            return self.parser.parse(data, *args)
+
+    monkeypatch.setattr(scope, "_parser", lambda name: Counting(real(name)))
+    scope._tree.cache_clear()
+    diff = git_diff(old, new)
+    decisions = decide_round(defects, RoundInput.from_diff(2, diff, new, []))
+    assert [(d.key, d.state, d.rule) for d in decisions] == [
+        ("D1", State.OPEN, "anchor-untouched"), ("D2", State.OPEN, "anchor-untouched"),
+        ("D3", State.OPEN, "anchor-untouched")]
+    assert parsed == [old["edited.py"]]  # its old side, for the scope of D2; nothing else

@@ -411,3 +411,43 @@ async def test_installation_tokens_are_refreshed_shortly_before_they_expire():
             fake.expire_tokens()  # revoked early: the 401 makes the bot fetch another
             assert await gh.review_threads(NUMBER) == []  # through GraphQL too
             assert fake.token_issuances == 3
+
+
+async def test_the_app_key_is_parsed_once_and_tokens_are_signed_off_the_loop(monkeypatch):
+    """Three tokens, each minted after the last was revoked: the PEM is loaded once
+    (cryptography's RSA checks cost tens of milliseconds) and every RS256 signature is made
+    in a worker thread, never on the event loop's."""
+    import threading
+
+    import jwt as pyjwt
+    from cryptography.hazmat.primitives import serialization
+
+    from bot.github import client as client_module
+
+    loads: list[str] = []
+    signers: list[threading.Thread] = []
+    real_load, real_encode = serialization.load_pem_private_key, pyjwt.encode
+
+    def counted_load(data, *args, **kwargs):
+        loads.append(threading.current_thread().name)
+        return real_load(data, *args, **kwargs)
+
+    def watched_encode(*args, **kwargs):
+        signers.append(threading.current_thread())
+        return real_encode(*args, **kwargs)
+
+    monkeypatch.setattr(client_module, "load_pem_private_key", counted_load, raising=False)
+    monkeypatch.setattr("jwt.algorithms.load_pem_private_key", counted_load)
+    monkeypatch.setattr(client_module.jwt, "encode", watched_encode)
+    private, public = app_keys()
+    async with FakeGitHub(APP_ID, public) as fake:
+        open_pr(fake)
+        async with aiohttp.ClientSession() as session:
+            app = GitHubApp(session, APP_ID, private, fake.url, retry=FAST_RETRY)
+            gh = app.repo(INSTALLATION, REPO)
+            for _ in range(3):
+                assert (await gh.pull(NUMBER))["head"]["sha"] == HEAD1
+                fake.expire_tokens()  # revoked: the next call's 401 mints a new token
+    assert fake.token_issuances == 3 and len(signers) == 3
+    assert len(loads) == 1
+    assert threading.main_thread() not in signers

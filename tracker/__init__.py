@@ -14,6 +14,7 @@ __all__ = [
            "decide",
            "dedupe",
            "diffindex",
+           "diffparse",
            "discussion",
            "intake",
            "interdiff",

@@ -9,8 +9,9 @@ anchor to where its lines now stand and classifies what happened to them:
 - ``modified``: some anchored line was removed or replaced, or lines were inserted inside it.
 - ``deleted``: every anchored line was removed and nothing replaced them, or the file was deleted.
 
-The diff is parsed with unidiff, so renames, deleted and binary files and
-"\\ No newline at end of file" markers are handled. A fingerprint of the anchored code (its
+The diff is parsed as unidiff parses it (``tracker.diffparse``: each hunk's lines read when first
+asked for), so renames, deleted and binary files and "\\ No newline at end of file" markers are
+handled. A fingerprint of the anchored code (its
 whitespace-normalised text) lets the tracker notice the same code coming back later.
 """
 
@@ -19,13 +20,16 @@ from __future__ import annotations
 import bisect
 import difflib
 import hashlib
-import re
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from itertools import accumulate, compress
 
 import unidiff
 
+from .diffparse import hunk_lines, hunk_rows, parse, plain_rows
 from .gitpath import diff_path
 from .lines import place, split_lines
 from .roundcache import per_text
@@ -145,16 +149,16 @@ class FileMap:
         self.binary = patched.is_binary_file
         self.removed_file = patched.is_removed_file or self.new_path is None
         self.added_file = patched.is_added_file
-        # Per hunk: (source_start, source_end_exclusive, delta_before, lines)
-        self._hunks: list[tuple[int, int, list[unidiff.patch.Line]]] = []
+        # Per hunk: (source_start, source_end_exclusive, the hunk); its lines (``_rows``)
+        # are read when first needed
+        self._hunks: list[tuple[int, int, unidiff.Hunk]] = []
+        self._lines: dict[int, tuple[list[str], list[int], list[int]]] = {}
         self._starts: list[int] = []
         self._ends: list[int] = []  # exclusive source end of each hunk, increasing too
         self._line_maps: dict[int, dict[int, int | None]] = {}
         self._deltas: list[int] = []  # cumulative (target - source) offset after each hunk
         self._old: tuple[str | None, str | None] | None = None  # (new text, old text)
-        # built on first use, once per file: per hunk, each line's old position (bisected to
-        # find the lines near an anchor); the removed old lines in runs; the lines it adds
-        self._positions: dict[int, tuple[list[int], list[bool]]] = {}
+        # built on first use, once per file: the removed old lines in runs; the lines it adds
         self._dead: tuple[list[int], list[int], list[int]] | None = None
         self._added: list[tuple[int, str]] | None = None
         self._removed: list[tuple[int, str]] | None = None
@@ -163,13 +167,27 @@ class FileMap:
         for hunk in patched:
             start = hunk.source_start if hunk.source_length else hunk.source_start + 1
             end = start + hunk.source_length
-            lines = [ln for ln in hunk if ln.line_type in ("+", "-", " ")]
-            self._hunks.append((start, end, lines))
+            self._hunks.append((start, end, hunk))
             self._starts.append(start)
             self._ends.append(end)
             delta += hunk.target_length - hunk.source_length
             self._deltas.append(delta)
         self.changed = bool(self._hunks) or self.binary or self.old_path != self.new_path
+        self.edited = bool(self._hunks)  # some line of it was added or removed
+
+    def _rows(self, i: int) -> tuple[list[str], list[int], list[int]]:
+        """Hunk ``i``'s added, removed and context lines as text (type and line, no
+        newline), each one's old position (for a '+' line, the old line it follows) and new
+        position (for a '-' line, the new line before it); worked out once per hunk."""
+        known = self._lines.get(i)
+        if known is None:
+            start, _, hunk = self._hunks[i]
+            rows = hunk_rows(hunk)
+            kinds = [row[:1] for row in rows]
+            at = list(accumulate([k != "+" for k in kinds], initial=start - 1))
+            new = list(accumulate([k != "-" for k in kinds], initial=hunk.target_start - 1))
+            known = self._lines[i] = (rows, at[1:], new[1:])
+        return known
 
     def map_line(self, line: int) -> int | None:
         """The new line number of old line ``line``, or None if it was removed."""
@@ -184,8 +202,9 @@ class FileMap:
     def _inside(self, i: int) -> dict[int, int | None]:
         """Old line -> new line (None when removed) within hunk ``i``, built once per hunk."""
         if i not in self._line_maps:
-            self._line_maps[i] = {ln.source_line_no: ln.target_line_no
-                                  for ln in self._hunks[i][2] if ln.source_line_no is not None}
+            rows, at, new = self._rows(i)
+            self._line_maps[i] = {at[k]: None if row[:1] == "-" else new[k]
+                                  for k, row in enumerate(rows) if row[:1] != "+"}
         return self._line_maps[i]
 
     def map_range(self, anchor: Anchor) -> Mapped:
@@ -208,23 +227,23 @@ class FileMap:
                 break  # hunks are in order: none after this one reaches the range either
             if ends[i] - 1 + NEARBY_LINES < lo:
                 continue
-            lines = self._hunks[i][2]
+            rows, at, new_at = self._rows(i)
             # Only lines whose old position is within NEARBY_LINES of the range can count;
             # positions never decrease along a hunk, so they are one slice of it.
-            at, after_removed = self._positions.get(i) or self._hunk_positions(i)
             for k in range(bisect.bisect_left(at, lo - NEARBY_LINES),
                            bisect.bisect_right(at, hi + NEARBY_LINES)):
-                ln, last_source = lines[k], at[k]
-                if ln.line_type == "-":
+                row, last_source = rows[k], at[k]
+                kind = row[:1]
+                if kind == "-":
                     if lo <= last_source <= hi:
-                        removed.append(ln.value.rstrip("\n"))
+                        removed.append(row[1:])
                     elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                         nearby = True
-                elif ln.line_type == " ":
+                elif kind != "+":
                     continue
-                elif lo <= last_source < hi or (after_removed[k] and last_source == hi):
-                    added.append(ln.value.rstrip("\n"))  # inserted inside, or replacing the end
-                    added_at.append(ln.target_line_no)
+                elif lo <= last_source < hi or (last_source == hi and _after_removed(rows, k)):
+                    added.append(row[1:])  # inserted inside, or replacing the end
+                    added_at.append(new_at[k])
                 elif lo - NEARBY_LINES <= last_source <= hi + NEARBY_LINES:
                     nearby = True
         first = self.map_line(lo)
@@ -244,32 +263,15 @@ class FileMap:
         status = Status.DELETED if not kept and not added else Status.MODIFIED
         return Mapped(status, new, removed, added, nearby, rename)
 
-    def _hunk_positions(self, i: int) -> tuple[list[int], list[bool]]:
-        """Per line of hunk ``i``: its old line number (for a '+' line, the old line it
-        follows), and for a '+' line whether that old line was removed (so it replaces it)."""
-        if i not in self._positions:
-            start, _, lines = self._hunks[i]
-            at: list[int] = []
-            after_removed: list[bool] = []
-            last_source, last_removed = start - 1, False
-            for ln in lines:
-                if ln.line_type != "+":
-                    last_source, last_removed = ln.source_line_no, ln.line_type == "-"
-                at.append(last_source)
-                after_removed.append(last_removed)
-            self._positions[i] = (at, after_removed)
-        return self._positions[i]
-
     def _removed_runs(self) -> tuple[list[int], list[int], list[int]]:
         """The old lines ``map_line`` answers None for, increasing, and for each the first and
         the last old line of the run of such lines it is in."""
         if self._dead is None:
             dead = sorted(
-                ln.source_line_no
-                for i, (_, _, lines) in enumerate(self._hunks)
-                for ln in lines
-                if ln.line_type == "-"
-                and bisect.bisect_right(self._starts, ln.source_line_no) - 1 == i
+                line
+                for i in range(len(self._hunks))
+                for row, line in zip(self._rows(i)[0], self._rows(i)[1])
+                if row[:1] == "-" and bisect.bisect_right(self._starts, line) - 1 == i
             )
             first, last = list(dead), list(dead)
             for k in range(1, len(dead)):
@@ -325,12 +327,14 @@ class FileMap:
         old side: removed and context lines). Review comments may only sit on these."""
         right: set[int] = set()
         left: set[int] = set()
-        for _, _, lines in self._hunks:
-            for ln in lines:
-                if ln.target_line_no is not None:
-                    right.add(ln.target_line_no)
-                if ln.source_line_no is not None:
-                    left.add(ln.source_line_no)
+        for i in range(len(self._hunks)):
+            rows, at, new = self._rows(i)
+            for row, old_no, new_no in zip(rows, at, new):
+                kind = row[:1]
+                if kind != "-":
+                    right.add(new_no)
+                if kind != "+":
+                    left.add(old_no)
         return right, left
 
     def removed_lines(self) -> list[tuple[int, str]]:
@@ -338,10 +342,10 @@ class FileMap:
         per file: treat it as read-only."""
         if self._removed is None:
             self._removed = [
-                (ln.source_line_no, ln.value.rstrip("\n"))
-                for _, _, lines in self._hunks
-                for ln in lines
-                if ln.line_type == "-"
+                (line, row[1:])
+                for i in range(len(self._hunks))
+                for row, line in zip(self._rows(i)[0], self._rows(i)[1])
+                if row[:1] == "-"
             ]
         return self._removed
 
@@ -363,12 +367,21 @@ class FileMap:
         file: treat it as read-only."""
         if self._added is None:
             self._added = [
-                (ln.target_line_no, ln.value.rstrip("\n"))
-                for _, _, lines in self._hunks
-                for ln in lines
-                if ln.line_type == "+"
+                (line, row[1:])
+                for i in range(len(self._hunks))
+                for row, line in zip(self._rows(i)[0], self._rows(i)[2])
+                if row[:1] == "+"
             ]
         return self._added
+
+
+def _after_removed(rows: list[str], k: int) -> bool:
+    """Whether added line ``rows[k]`` follows a removed line (so it replaces it), with only
+    added lines between them."""
+    k -= 1
+    while k >= 0 and rows[k][:1] == "+":
+        k -= 1
+    return k >= 0 and rows[k][:1] == "-"
 
 
 class DiffMap:
@@ -381,7 +394,7 @@ class DiffMap:
             patch = diff
         else:
             try:
-                patch = unidiff.PatchSet(diff or "")
+                patch = parse(diff or "")
             except unidiff.UnidiffParseError as exc:
                 raise DiffError(f"not a unified diff: {exc}") from exc
         self.files: dict[str, FileMap] = {}
@@ -464,14 +477,13 @@ class DiffMap:
         return fm.added_lines() if fm else []
 
 
-_WS = re.compile(r"\s+")
-
-
 def normalise(lines: list[str] | str) -> list[str]:
     """Anchored code as compared across rounds: whitespace collapsed, blank lines dropped."""
     if isinstance(lines, str):
         lines = split_lines(lines)
-    out = [_WS.sub(" ", ln).strip() for ln in lines]
+    # whitespace runs as one space, the ends stripped: str.split's whitespace is the regular
+    # expression \s's, code point for code point
+    out = [" ".join(ln.split()) for ln in lines]
     return [ln for ln in out if ln]
 
 
@@ -495,14 +507,45 @@ def file_lines(text: str) -> tuple[str, ...]:
 
 
 @per_text(maxsize=64)
-def normalised_lines(text: str) -> tuple[list[tuple[int, str]], dict[str, list[int]]]:
+def normalised_lines(text: str) -> tuple[list[tuple[int, str]], Occurrences]:
     """A file's non-blank lines as (line number, normalised text), and where (index into that
-    list) each normalised line occurs."""
-    norm = [(i + 1, n) for i, ln in enumerate(file_lines(text)) if (n := _WS.sub(" ", ln).strip())]
-    where: dict[str, list[int]] = {}
-    for j, (_, n) in enumerate(norm):
-        where.setdefault(n, []).append(j)
-    return norm, where
+    list) each normalised line occurs (``Occurrences``: a mapping, read-only)."""
+    lines = file_lines(text)
+    normed = list(map(" ".join, map(str.split, lines)))  # as ``normalise``, line by line
+    texts = list(filter(None, normed))
+    norm = list(zip(compress(range(1, len(lines) + 1), normed), texts))
+    return norm, Occurrences(texts)
+
+
+class Occurrences(Mapping):
+    """Normalised line -> the indexes (into the non-blank lines) where it occurs, increasing.
+    Built at C speed: the first place and the count of every line at once, the other places
+    of a line that occurs more than once when it is first asked for."""
+
+    def __init__(self, texts: list[str]):
+        self._texts = texts
+        # the first index of each line: a later (smaller) index overwrites a larger one
+        self._first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1)))
+        self._counts = Counter(texts) if len(self._first) < len(texts) else None
+        self._found: dict[str, list[int]] = {}
+
+    def __getitem__(self, line: str) -> list[int]:
+        first = self._first[line]
+        if self._counts is None or self._counts[line] == 1:
+            return [first]
+        found = self._found.get(line)
+        if found is None:
+            found, index = [first], self._texts.index
+            while len(found) < self._counts[line]:
+                found.append(index(line, found[-1] + 1))
+            self._found[line] = found
+        return found
+
+    def __iter__(self):
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
 
 
 def distinctive(lines: list[str] | str, minimum: int = 12) -> bool:
@@ -553,7 +596,12 @@ def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | N
         out.extend(new_lines[pos:start])
         pos = start
         previous = None
-        for line in hunk:
+        rows = plain_rows(hunk)
+        if rows is not None:  # the body as text: its old lines, and as many new as it says
+            out.extend([row[1:] + "\n" for row in rows if row[:1] != "+"])
+            pos += hunk.target_length
+            previous = rows[-1][:1]
+        for line in hunk if rows is not None else hunk_lines(hunk):
             if line.line_type in (" ", "-"):
                 out.append(line.value)
             if line.line_type in (" ", "+"):

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Container
 
 from .anchors import DiffMap, normalise, normalised_lines
-from .scope import tokens
+from .scope import token_set, tokens
 
 __all__ = ["FileChanges", "changed_tokens", "changes", "files_holding"]
 
@@ -78,8 +78,12 @@ class FileChanges:
         if self._where is None:
             where: dict[str, list[int]] = {}
             for n, text in self.lines:
-                for token in set(tokens(text)):  # no token spans a line
-                    where.setdefault(token, []).append(n)
+                for token in token_set(text):  # no token spans a line
+                    numbers = where.get(token)
+                    if numbers is None:
+                        where[token] = [n]
+                    else:
+                        numbers.append(n)
             for numbers in where.values():
                 numbers.sort()
             self._where = where

@@ -196,6 +196,9 @@ class Case:
 
     @cached_property
     def scope_changed(self) -> bool:
+        fm = self.diff.files.get(self.path or "")
+        if fm is None or not fm.edited:
+            return False  # no line of the file changed: no scope in it did (and none is parsed)
         m = self.scope_change
         return m is not None and m.status is not Status.UNTOUCHED and m.rewritten
 
@@ -204,7 +207,12 @@ class Case:
     @cached_property
     def subject_on_anchor(self) -> set[str]:
         """Tokens the comment names (or words it uses) that stand on the anchored lines."""
-        return self.subject.on(tokens(self.range_code))
+        return self.subject.on(self.range_tokens)
+
+    @cached_property
+    def range_tokens(self) -> Counter:
+        """The tokens of the anchored lines at the previous head, counted once."""
+        return tokens(self.range_code)
 
     @cached_property
     def file_tokens_before(self):
@@ -438,7 +446,8 @@ def subject_removed(case: Case) -> Ruling | None:
     if not named or m is None or m.status is Status.UNTOUCHED or m.anchor is None:
         return None
     now = tokens(lines_of(case.new_text, m.anchor.start, m.anchor.end))
-    gone = sorted(t for t in named if now[t] < tokens(case.range_code)[t])
+    before = case.range_tokens
+    gone = sorted(t for t in named if now[t] < before[t])
     if not gone:
         return None
     return Ruling(State.RESOLVED, "subject-removed", _gone_from(case, gone), 0.8)
@@ -702,11 +711,14 @@ def subject_touched(case: Case) -> Ruling | None:
     named -= _KEYWORDS  # a keyword quoted with the code (`new`) names no construct
     if not named or not case.changed:
         return None
-    region = case.type_scope
     m = case.mapped
     inside = range(m.anchor.start, m.anchor.end + 1) if m and m.anchor else range(0)
     # away from the anchor: edits inside it are the range rules'
-    added = changes(case.diff, case.new_path or "").tokens_between(region, inside)
+    changed = changes(case.diff, case.new_path or "")
+    anywhere = changed.tokens_between(None, inside)
+    if not any(anywhere[t] for t in named):
+        return None  # not even in the whole file: not in the class around it (not parsed)
+    added = changed.tokens_between(case.type_scope, inside)
     hit = sorted(t for t in named if added[t])
     if not hit:
         return None

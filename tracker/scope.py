@@ -187,6 +187,11 @@ def tokens(text: str | None) -> Counter:
     return Counter(_TOKEN.findall(text or ""))
 
 
+def token_set(text: str | None) -> set[str]:
+    """The distinct identifiers and literal words of a piece of code (``tokens``' keys)."""
+    return set(_TOKEN.findall(text or ""))
+
+
 @per_text(maxsize=64)
 def file_tokens(text: str | None) -> Counter:
     """``tokens`` of a whole file, counted once for all the defects in it: do not change it."""

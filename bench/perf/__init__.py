@@ -8,6 +8,8 @@ the pipeline's helpers (``bench.replay.payloads``, ``bench.replay.github``,
 ``bench.score.metrics``...), never the other way round (``tests/test_layers.py``).
 
 - ``ack``: webhook acknowledgement of a burst, the real app against a bare HMAC handler;
+- ``loop_lag``: the server's worst event-loop lag through a first round, a files-API page
+  and a 64 KB mention flood;
 - ``load_webhooks``: acknowledgement latency of one burst of signed deliveries;
 - ``ledger`` (with ``bigdiff``, its 20,000-line pushes): one round's decide and ledger write
   against a raw-SQL reference;
@@ -22,5 +24,5 @@ Adding one: a module here with a ``main(argv)``, its name in ``__all__`` below, 
 benchmarks' list in ``docs/reference.md``.
 """
 
-__all__ = ["ack", "bigdiff", "dashboard_pages", "ledger", "load_webhooks", "prompt_tokens",
-           "queue", "queue_drain", "queue_fill", "replay"]
+__all__ = ["ack", "bigdiff", "dashboard_pages", "ledger", "load_webhooks", "loop_lag",
+           "prompt_tokens", "queue", "queue_drain", "queue_fill", "replay"]

@@ -3,21 +3,22 @@
 A pull request whose push changes 20,000 lines (10,000 edited lines, each one ``-`` and one
 ``+`` in the diff), either spread over 20 files in 2,000 hunks (``hunks``) or in one file as a
 single hunk (``giant``), with 1,000 or 10,000 tracked defects on it. Per round it times, each
-from the same parsed diff (``unidiff.PatchSet``, parsed once and timed on its own):
+side starting from the same diff text and charged its own parse of it:
 
-- ``map``: the tracker's anchor mapping, ``DiffMap`` built from the parsed diff and every
-  anchored defect mapped as ``decide`` maps it;
-- ``decide``: the whole decision, ``DiffMap``, ``RoundInput`` and ``decide_round`` (mapping
-  plus every rule and the excerpts of the new positions);
+- ``map``: the tracker's anchor mapping, ``DiffMap`` built from the diff's text (its own parse,
+  ``tracker.diffparse``) and every anchored defect mapped as ``decide`` maps it;
+- ``decide``: the whole decision, ``DiffMap`` from the text, ``RoundInput`` and
+  ``decide_round`` (mapping plus every rule and the excerpts of the new positions);
 - ``reference``: what mapping needs and nothing else, written independently of the tracker:
-  one pass over the parsed diff into per-file sorted arrays (removed old lines, and each added
+  one pass over the diff's lines into per-file sorted arrays (removed old lines, and each added
   line's old position and new number), then each anchor's status and new range by bisect over
   them, and the excerpt of each new range.
 
-The tracker's status and new range of every anchor must equal the reference's, or the bench
-stops naming the defect. The rounds go through the real SQLite ledger (``record_round``), so
-defects resolved in one round are decided as Resolved (``stays-resolved`` or reopened) in the
-next.
+``unidiff`` (unidiff's full parse of the text, which the bot's reviewers share) and ``trees``
+(tree-sitter on both sides of every file) are timed on their own, for scale. The tracker's
+status and new range of every anchor must equal the reference's, or the bench stops naming
+the defect. The rounds go through the real SQLite ledger (``record_round``), so defects
+resolved in one round are decided as Resolved (``stays-resolved`` or reopened) in the next.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import bisect
 import gc
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -132,26 +134,31 @@ def big_findings(shape: str, count: int, files: dict[str, str]) -> list[tuple[Fi
 class RefFile:
     """One file of the diff as sorted arrays: where a bisect answers every anchor."""
 
-    def __init__(self, patched: unidiff.PatchedFile):
-        self.path = strip_prefix(patched.target_file)
-        self.gone = patched.is_removed_file or self.path is None
+    def __init__(self, path: str | None, hunks: list[tuple[int, int, list[str]]]):
+        """``hunks``: (old start, old length, new start, body lines) of each hunk, in order."""
+        self.path = path
+        self.gone = path is None
         self.removed: list[int] = []  # old line numbers removed, increasing
         # per added line, in diff order: 2 x the old line it follows, +1 unless that line was
         # removed (an added line after a removed one replaces it); non-decreasing
         self.after: list[int] = []
         self.added_at: list[int] = []  # per added line: its new line number, increasing
-        for hunk in patched:
-            last, last_removed = (hunk.source_start if hunk.source_length
-                                  else hunk.source_start + 1) - 1, False
-            for ln in hunk:
-                if ln.line_type == " ":
-                    last, last_removed = ln.source_line_no, False
-                elif ln.line_type == "-":
-                    last, last_removed = ln.source_line_no, True
-                    self.removed.append(last)
-                elif ln.line_type == "+":
+        for start, length, target_start, body in hunks:
+            last = (start if length else start + 1) - 1  # the old line before the hunk
+            last_removed, old, new = False, last + 1, target_start
+            for ln in body:
+                kind = ln[:1]
+                if kind == "-":
+                    last, last_removed = old, True
+                    self.removed.append(old)
+                    old += 1
+                elif kind == "+":
                     self.after.append(2 * last + (not last_removed))
-                    self.added_at.append(ln.target_line_no)
+                    self.added_at.append(new)
+                    new += 1
+                elif kind != "\\":
+                    last, last_removed = old, False
+                    old, new = old + 1, new + 1
         # the first old line of each run of removed lines, per removed line
         self.run_start = list(self.removed)
         for i in range(1, len(self.removed)):
@@ -191,10 +198,58 @@ class RefFile:
         return Status.DELETED, line, line
 
 
-def reference_round(patch: unidiff.PatchSet, anchors: list[Anchor], files: dict[str, str]
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def reference_parse(text: str) -> dict[str, RefFile]:
+    """The diff's files by old path, parsed minimally: file headers, hunk headers and as many
+    body lines as each hunk header counts."""
+    files: dict[str, RefFile] = {}
+    lines = text.split("\n")
+    old_path = new_path = None
+    hunks: list = []
+    i, n = 0, len(lines)
+
+    def close():
+        if old_path is not None:
+            files[old_path] = RefFile(new_path, hunks)
+
+    while i < n:
+        line = lines[i]
+        i += 1
+        if line.startswith("diff --git "):
+            close()
+            old_path = new_path = None
+            hunks = []
+        elif line.startswith("--- "):
+            old_path = strip_prefix(line[4:])
+        elif line.startswith("+++ "):
+            new_path = strip_prefix(line[4:])
+        elif line.startswith("@@ -"):
+            m = _HUNK.match(line)
+            start, length = int(m[1]), 1 if m[2] is None else int(m[2])
+            target, target_length = int(m[3]), 1 if m[4] is None else int(m[4])
+            left, right, j = length, target_length, i
+            while (left > 0 or right > 0) and j < n:
+                kind = lines[j][:1]
+                if kind != "+" and kind != "\\":
+                    left -= 1
+                if kind != "-" and kind != "\\":
+                    right -= 1
+                j += 1
+            while j < n and lines[j][:1] == "\\":
+                j += 1
+            hunks.append((start, length, target, lines[i:j]))
+            i = j
+    close()
+    return files
+
+
+def reference_round(text: str, anchors: list[Anchor], files: dict[str, str]
                     ) -> dict[Anchor, tuple]:
-    """Every anchor's (status, path, start, end), and the excerpt of its new range."""
-    by_path = {strip_prefix(p.source_file): RefFile(p) for p in patch}
+    """Every anchor's (status, path, start, end), and the excerpt of its new range, from the
+    diff's text."""
+    by_path = reference_parse(text)
     split: dict[str, list[str]] = {}
     out = {}
     for a in anchors:
@@ -301,26 +356,29 @@ def check_mapping(defects: list[Defect], anchors: list[Anchor], mine: dict, thei
                      f"the tracker maps it to {got}, the reference to {theirs[a]}")
 
 
-def decide_from(number: int, patch: unidiff.PatchSet, files: dict[str, str],
-                defects: list[Defect], signals) -> list:
-    """The whole decision of a round, from the parsed diff."""
-    return decide_round(defects, RoundInput(number, DiffMap(patch), files, signals))
+def decide_from(number: int, text: str, files: dict[str, str], defects: list[Defect],
+                signals) -> list:
+    """The whole decision of a round, from the diff's text."""
+    return decide_round(defects, RoundInput(number, DiffMap(text), files, signals))
 
 
-def map_all(patch: unidiff.PatchSet, anchors: list[Anchor]) -> dict:
-    """Every anchor mapped as ``decide`` maps it, from the parsed diff."""
-    diff = DiffMap(patch)
+def map_all(text: str, anchors: list[Anchor]) -> dict:
+    """Every anchor mapped as ``decide`` maps it, from the diff's text."""
+    diff = DiffMap(text)
     return {a: diff.map(a) for a in anchors}
+
+
+KINDS = ("unidiff", "trees", "map", "decide", "reference")
 
 
 def run_case(shape: str, count: int, rounds: int = ROUNDS, changed: int = CHANGED,
              repeats: int = REPEATS) -> tuple[dict[str, list[float]], tuple[int, int, int]]:
-    """CPU milliseconds per round: ``parse`` (the diff), ``trees`` (tree-sitter on both
-    sides of every file, for scale), ``decide`` (once per round, cold), and ``map`` and
-    ``reference`` (``repeats`` times each, interleaved); and the diff's shape (files, hunks,
-    changed lines) in the last round."""
-    times: dict[str, list[float]] = {k: [] for k in ("parse", "trees", "map", "decide",
-                                                      "reference")}
+    """CPU milliseconds per round: ``unidiff`` (its full parse of the diff, for scale),
+    ``trees`` (tree-sitter on both sides of every file, for scale), ``decide`` (once per
+    round, cold), and ``map`` and ``reference`` (``repeats`` times each, interleaved), all
+    from the diff's text; and the diff's shape (files, hunks, changed lines) in the last
+    round."""
+    times: dict[str, list[float]] = {k: [] for k in KINDS}
     shape_seen = (0, 0, 0)
     with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "big.db") as ledger:
         files = big_files(shape, 0, changed)
@@ -336,7 +394,7 @@ def run_case(shape: str, count: int, rounds: int = ROUNDS, changed: int = CHANGE
             new = big_files(shape, r, changed)
             text = repo.diff(new)
             patch, parse = _timed(unidiff.PatchSet, text)
-            times["parse"].append(parse)
+            times["unidiff"].append(parse)
             times["trees"].append(_timed(parse_trees, files, new)[1])
             shape_seen = diff_shape(patch)
             ledger.begin_round(pr, f"h{r}")
@@ -346,11 +404,11 @@ def run_case(shape: str, count: int, rounds: int = ROUNDS, changed: int = CHANGE
             anchors = [Anchor(d.path, d.line_start, d.line_end or d.line_start, d.side)
                        for d in anchored]
             clear_text_caches()
-            decisions, decide = _timed(decide_from, r + 1, patch, new, defects, signals)
+            decisions, decide = _timed(decide_from, r + 1, text, new, defects, signals)
             times["decide"].append(decide)
             for _ in range(repeats):
-                mine, map_ms = _timed(map_all, patch, anchors)
-                theirs, reference = _timed(reference_round, patch, anchors, new)
+                mine, map_ms = _timed(map_all, text, anchors)
+                theirs, reference = _timed(reference_round, text, anchors, new)
                 check_mapping(anchored, anchors, mine, theirs,
                               f"{shape}, {count} defects, round {r}")
                 times["map"].append(map_ms)
@@ -361,32 +419,40 @@ def run_case(shape: str, count: int, rounds: int = ROUNDS, changed: int = CHANGE
     return times, shape_seen
 
 
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.1f}/{statistics.median(values):.1f}/{max(values):.1f}"
+
+
 def print_cases(shapes, sizes, rounds: int = ROUNDS, changed: int = CHANGED,
                 repeats: int = REPEATS) -> list[dict]:
-    """One line per shape and size: median CPU milliseconds per round and the ratios, from
-    the parsed diff and (``+parse``) with the diff's parse counted on both sides."""
+    """One line per shape and size: median CPU milliseconds per round and the ratios to the
+    reference (min/median/max over the rounds), every side from the diff's text."""
     print(f"big diffs: about {changed:,} changed lines per round; median CPU ms over {rounds} "
           f"rounds (map and reference: {repeats} interleaved repeats per round); map, decide "
-          "and reference start from the parsed diff, the +parse ratios add its parse to both")
+          "and reference each parse the diff's text themselves; ratios min/median/max of "
+          "each round's own (decide) or each repeat's own (map)")
     print(f"{'shape':>6} {'files':>5} {'hunks':>6} {'changed':>7} {'defects':>7} "
-          f"{'parse':>7} {'trees':>7} {'map':>7} {'decide':>8} {'ref':>7} {'map/ref':>8} "
-          f"{'decide/ref':>10} {'+parse':>7} {'+parse':>7}")
+          f"{'unidiff':>7} {'trees':>7} {'map':>7} {'decide':>8} {'ref':>7} "
+          f"{'map/ref':>16} {'decide/ref':>17}")
     rows = []
     for shape in shapes:
         for n in sizes:
             times, (nfiles, hunks, lines) = run_case(shape, n, rounds, changed, repeats)
             t = {k: statistics.median(v) for k, v in times.items()}
-            p = t["parse"]
+            ref = times["reference"]
+            map_ratios = [m / r for m, r in zip(times["map"], ref)]
+            # each round's decide against the median reference of that round's repeats
+            per_round = [statistics.median(ref[k * repeats:(k + 1) * repeats])
+                         for k in range(len(times["decide"]))]
+            decide_ratios = [d / r for d, r in zip(times["decide"], per_round)]
             row = {"shape": shape, "defects": n, "files": nfiles, "hunks": hunks,
                    "changed": lines, **t,
-                   "map_ratio": t["map"] / t["reference"],
-                   "decide_ratio": t["decide"] / t["reference"],
-                   "map_ratio_parsed": (p + t["map"]) / (p + t["reference"]),
-                   "decide_ratio_parsed": (p + t["decide"]) / (p + t["reference"])}
+                   "map_ratio": statistics.median(map_ratios),
+                   "decide_ratio": statistics.median(decide_ratios),
+                   "map_ratios": map_ratios, "decide_ratios": decide_ratios}
             rows.append(row)
-            print(f"{shape:>6} {nfiles:>5} {hunks:>6} {lines:>7} {n:>7} {p:>7.1f} "
+            print(f"{shape:>6} {nfiles:>5} {hunks:>6} {lines:>7} {n:>7} {t['unidiff']:>7.1f} "
                   f"{t['trees']:>7.1f} {t['map']:>7.1f} {t['decide']:>8.1f} "
-                  f"{t['reference']:>7.1f} {row['map_ratio']:>7.2f}x "
-                  f"{row['decide_ratio']:>9.1f}x {row['map_ratio_parsed']:>6.2f}x "
-                  f"{row['decide_ratio_parsed']:>6.1f}x", flush=True)
+                  f"{t['reference']:>7.1f} {_spread(map_ratios):>15}x "
+                  f"{_spread(decide_ratios):>16}x", flush=True)
     return rows

@@ -13,7 +13,7 @@ measured in the same run (the floor of any write on that disk).
 
 Then the big-diff cases (``bench.perf.bigdiff``): a push of 20,000 changed lines in many hunks or in
 one giant hunk, under 1,000 and 10,000 defects, its anchor mapping and its whole decide against
-a reference that maps every anchor by bisect from the same parsed diff.
+a reference that parses the same diff text minimally and maps every anchor by bisect.
 
     python -m bench.perf.ledger [--rounds 7] [--sizes 10,100,1000,10000]
                                  [--db sqlite | --db postgresql://127.0.0.1:5432/test]

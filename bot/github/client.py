@@ -3,7 +3,9 @@
 ``GitHubApp`` holds the App's identity: it signs RS256 JWTs with pyjwt (``iat`` 60 s in the
 past, ``exp`` nine minutes ahead, so host clock drift cannot push it past GitHub's ten-minute
 limit) and trades them for installation tokens through gidgethub, cached until shortly before
-their ``expires_at``. ``app.repo(installation_id, "owner/name")`` gives a ``RepoClient`` with the
+their ``expires_at``. The PEM key is parsed once (tens of milliseconds: cryptography checks the
+RSA key) and every signature is made in a worker thread, so minting a token never holds the
+event loop. ``app.repo(installation_id, "owner/name")`` gives a ``RepoClient`` with the
 calls the bot makes, every one retried with backoff on 5xx (an HTML 502 from GitHub's front end
 on ``/graphql`` too), secondary rate limits, 429 and exhausted primary limits (GraphQL's: a 200
 with a rate-limit error). A wait longer than the policy allows is not slept: the error says
@@ -24,6 +26,7 @@ import http
 import json
 import logging
 import re
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
@@ -35,6 +38,7 @@ import aiohttp
 import gidgethub
 import jwt
 import orjson
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from gidgethub.aiohttp import GitHubAPI
 
 from tracker.gitpath import quote as git_quote
@@ -228,6 +232,8 @@ class GitHubApp:
         self.retry = retry or RetryPolicy()
         self.clock = clock
         self.sleep = sleep
+        self._signing_key: Any = None  # the PEM parsed once, on first use
+        self._key_lock = threading.Lock()
         self._tokens: dict[int, tuple[str, float]] = {}
         self._token_locks: dict[int, asyncio.Lock] = {}
         self.conditional = ConditionalCache()
@@ -236,10 +242,23 @@ class GitHubApp:
         return f"GitHubApp(app_id={self.app_id}, api_url={self.api_url})"
 
     def jwt(self) -> str:
-        """An App JWT: RS256, ``iss`` the App id, valid from 60 s ago for 10 minutes."""
+        """An App JWT: RS256, ``iss`` the App id, valid from 60 s ago for 10 minutes (CPU
+        work: on the event loop, call ``signed_jwt``)."""
         now = int(self.clock())
         payload = {"iat": now - 60, "exp": now + 540, "iss": self.app_id}
-        return jwt.encode(payload, self._private_key, algorithm="RS256")
+        return jwt.encode(payload, self._key(), algorithm="RS256")
+
+    async def signed_jwt(self) -> str:
+        """``jwt()`` made in a worker thread: parsing the key and signing never hold the loop."""
+        return await asyncio.to_thread(self.jwt)
+
+    def _key(self) -> Any:
+        """The App's private key as cryptography's object, parsed from the PEM once."""
+        with self._key_lock:
+            if self._signing_key is None:
+                self._signing_key = load_pem_private_key(self._private_key.encode(),
+                                                         password=None)
+            return self._signing_key
 
     def _api(self, token: str | None = None, cache: MutableMapping | None = None) -> _API:
         return _API(self.session, USER_AGENT, oauth_token=token, base_url=self.api_url,
@@ -255,13 +274,13 @@ class GitHubApp:
             cached = self._tokens.get(installation_id)
             if cached and cached[1] - TOKEN_MARGIN > self.clock():
                 return cached[0]
-            data = await self._with_retries(
-                "POST", f"/app/installations/{installation_id}/access_tokens",
-                lambda: self._api().post(
+            async def mint():
+                return await self._api().post(
                     f"/app/installations/{installation_id}/access_tokens", data=b"",
-                    jwt=self.jwt(),
-                ),
-            )
+                    jwt=await self.signed_jwt())
+
+            data = await self._with_retries(
+                "POST", f"/app/installations/{installation_id}/access_tokens", mint)
             token = data["token"]
             expires = _parse_time(data.get("expires_at")) or self.clock() + 3600
             self._tokens[installation_id] = (token, expires)
