@@ -15,7 +15,7 @@ from tracker.models import MCR_TYPES, Decision, Defect, Finding, suggestion_bloc
 from .quiet import quiet
 
 SUMMARY_MARKER = "<!-- roundwise:summary -->"
-_MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
+_MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+[a-z]?|-):r(\d+) -->")
 
 
 def marker(kind: str, key: str, round_number: int) -> str:

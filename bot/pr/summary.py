@@ -20,6 +20,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from tracker import keys as defect_keys
 from tracker.calibration import unsure_label
 from tracker.models import MCR_TYPES, severity_rank
 
@@ -236,7 +237,7 @@ def _this_round(changes: list[Change], new: list[Row], d: _Detail) -> list[str]:
 
 def _open_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
     open_ = sorted((r for r in rows if r.open),
-                   key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0)))
+                   key=lambda r: (-severity_rank(r.severity), defect_keys.order(r.key)))
     if not open_:
         return []
     out = [f"#### Open ({len(open_)})", "",
@@ -312,7 +313,7 @@ def agent_prompt(rows: list[Row], repo: str, number: int | None, head: str,
                  limit: int | None = None) -> str:
     """A prompt for a coding agent (Copilot, Claude Code...) listing every open defect."""
     open_ = sorted((r for r in rows if r.open),
-                   key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0)))
+                   key=lambda r: (-severity_rank(r.severity), defect_keys.order(r.key)))
     pr = f" pull request #{number}" if number else ""
     intro = (f"Fix these open review findings in {repo}{pr} (head {head[:7]}). For each one, "
              "read the code at the location, make the smallest change that fixes it, and keep "
