@@ -83,7 +83,7 @@ _IMPERATIVE = re.compile(
 class _Unit:
     text: str  # a sentence or list item, with the code blocks that follow it
     item: bool = False  # a list item
-    lead_in: bool = False  # ends with ":": introduces what follows
+    lead_in: bool = False  # ends with ":" before a list: asks through the items it introduces
     opens: bool = True  # opens a paragraph (else it continues the sentence before it)
     code: list[str] = field(default_factory=list)  # code blocks that belong to it
 
@@ -136,13 +136,13 @@ def _units(body: str) -> list[_Unit]:
         text = " ".join(s.strip() for s in paragraph if s.strip())
         paragraph = []
         for i, sentence in enumerate(_sentences(text)):
-            units.append(_Unit(sentence, lead_in=sentence.rstrip().endswith(":"), opens=i == 0))
+            units.append(_Unit(sentence, opens=i == 0))
 
     def flush_item():
         nonlocal item
         if item is not None:
             text = " ".join(s.strip() for s in item if s.strip())
-            units.append(_Unit(text, item=True, lead_in=text.rstrip().endswith(":")))
+            units.append(_Unit(text, item=True))
         item = None
 
     def attach(block: str):
@@ -178,13 +178,19 @@ def _units(body: str) -> list[_Unit]:
         paragraph.append(piece)
     flush_item()
     flush_paragraph()
+    for unit, after in zip(units, units[1:] + [None]):  # "Please fix these:" and a list
+        unit.lead_in = unit.text.rstrip().endswith(":") and not unit.code and \
+            after is not None and after.item
     return units
+
+
+_CLAUSE = re.compile(r"[:;,—–]\s+|\s-\s")
 
 
 def asks(text: str) -> bool:
     """Whether a sentence (or list item) asks for something: a question, a request or modal
-    word, or an English imperative."""
-    return bool(_ASKS.search(text) or _IMPERATIVE.match(text))
+    word, or an English imperative opening one of its clauses ("... here: guard it")."""
+    return bool(_ASKS.search(text)) or any(_IMPERATIVE.match(c) for c in _CLAUSE.split(text))
 
 
 def _asks(unit: _Unit) -> bool:
@@ -281,3 +287,11 @@ def own_place(request: str, path: str | None, files: Mapping[str, str | None]) -
     if start < 1 or end < start or (size is not None and end > size):
         return None
     return Place(path, start, end)
+
+
+def wants_files(body: str | None) -> bool:
+    """Whether a comment asks for several things and one of them quotes code or names lines:
+    only then does taking it need the commented file's text (``own_place``)."""
+    requests = split_requests(body)
+    return len(requests) > 1 and any(_QUOTED_BLOCK.search(r) or _LINE_REF.search(r)
+                                     for r in requests)

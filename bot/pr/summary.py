@@ -245,7 +245,27 @@ def _open_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
     for r in open_:
         out.append(f"| {r.key} | {r.shown_state} | {r.severity} | {_type(r.type)} | "
                    f"{link(r, repo, head, d.links)} | {_cell(r.description, d.desc)} |")
-    return out + [""]
+    return out + [""] + _requests_note(rows, open_)
+
+
+def _requests_note(rows: list[Row], open_: list[Row]) -> list[str]:
+    """One line saying what ``D3a``, ``D3b`` are, when an open defect is one of several
+    requests of one comment (``tracker.keys``)."""
+    groups: dict[str, list[str]] = {}
+    for r in sorted(rows, key=lambda r: defect_keys.order(r.key)):
+        if defect_keys.part(r.key):
+            groups.setdefault(defect_keys.group(r.key), []).append(r.key)
+    shown = [g for g in dict.fromkeys(defect_keys.group(r.key) for r in open_)
+             if len(groups.get(g, ())) > 1]
+    if not shown:
+        return []
+    group = shown[0]
+    parts = " and ".join(groups[group]) if len(groups[group]) == 2 else \
+        ", ".join(groups[group])
+    note = (f"<sub>{parts} are the requests of one comment, tracked apart; a reply or a "
+            f"resolved thread there speaks for all of them, and `/roundwise resolve {group}` "
+            f"resolves them together.</sub>")
+    return [note, ""]
 
 
 def _history(rows: list[Row], d: _Detail) -> list[str]:
