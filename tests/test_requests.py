@@ -173,3 +173,63 @@ def test_a_request_key_out_of_turn_is_refused(tmp_path):
     ledger, pr_id = _ledger(tmp_path)
     with pytest.raises(LedgerError):
         ledger.add_defect(pr_id, Finding("x"), 1, key="D2a")
+
+
+# -- the bench: a card is scored against its own request --------------------------------------
+
+CORE1 = "import os\n\n\ndef total(values):\n    return sum(values)\n"
+CORE2 = "\n\ndef total(values):\n    return sum(values)\n"  # the import went; the rest stands
+
+
+def _two_request_task():
+    from bench.tasks import parse_task
+    from tests.test_rules import git_diff
+    return parse_task({
+        "schema": "mcr-task/1", "task_id": "o__r-1", "repo": "o/r", "language": "Python",
+        "pr": {"number": 1, "title": "t", "author": "sam", "base_sha": "0" * 40},
+        "rounds": [
+            {"round": 1, "head_sha": "1" * 40, "files": {"app/core.py": CORE1},
+             "diff": git_diff({}, {"app/core.py": CORE1}),
+             "events": [{"kind": "review_comment", "id": 7, "author": "rina", "path":
+                         "app/core.py", "line": 5, "side": "RIGHT", "body": TWO}]},
+            {"round": 2, "head_sha": "2" * 40, "files": {"app/core.py": CORE2},
+             "diff": git_diff({}, {"app/core.py": CORE2}), "events": []},
+        ],
+        "defects": [
+            {"id": "D1", "description": "The unused `os` import should be removed.",
+             "path": "app/core.py", "line_start": 1, "line_end": 1, "raised_in_round": 1,
+             "type": "E.3.1", "severity": "Minor", "states": ["New", "Resolved"],
+             "comment_ids": [7]},
+            {"id": "D2", "description": "`total` should be renamed `sum_values`.",
+             "path": "app/core.py", "line_start": 5, "line_end": 5, "raised_in_round": 1,
+             "type": "E.1.1", "severity": "Minor", "states": ["New", "Open"],
+             "comment_ids": [7]},
+        ]}, "two-requests")
+
+
+def test_the_bench_scores_each_card_against_its_own_request(monkeypatch):
+    from bench.tracking import replay_tasks
+    [replay] = replay_tasks([_two_request_task()])
+    cards = {c["id"]: c for c in replay.task.defects}
+    # the cards are listed in another order than the comment asks: the anchor and words decide
+    assert (replay.key_for(cards["D1"]), replay.key_for(cards["D2"])) == ("D1b", "D1a")
+    assert {p.defect: p.answer for p in replay.pairs()} == {"D1": "Resolved", "D2": "Open"}
+
+    monkeypatch.setitem(rules.SWITCHES, "split_requests", False)
+    [replay] = replay_tasks([_two_request_task()])  # one defect for both: one answer is wrong
+    answers = {p.defect: p.answer for p in replay.pairs()}
+    assert answers["D1"] == answers["D2"]
+
+
+def test_a_bench_run_record_scores_each_card_against_its_own_request():
+    from bench.scoring import RoundScore, _track_pair
+    task = _two_request_task()
+    record = {"defects": [
+        {"key": "D1a", "path": "app/core.py", "line_start": 5, "line_end": 5, "state": "Open",
+         "description": "Please rename `total` to `sum_values`.", "comment_ids": [7]},
+        {"key": "D1b", "path": "app/core.py", "line_start": 1, "line_end": 1,
+         "state": "Resolved", "description": "Also, please remove the unused import on line 1.",
+         "comment_ids": [7]}]}
+    rs = RoundScore(task, record, "mcr", 2, [], [])
+    got = {c["id"]: _track_pair(task, c, 2, rs, []).answer for c in task.defects}
+    assert got == {"D1": "Resolved", "D2": "Open"}

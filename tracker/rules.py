@@ -1016,7 +1016,8 @@ SWITCHES: dict[str, bool] = {
     "remark_approved": True,  # 1, 1, 1
     "remark_repeated": True,  # the correction path; changes no answer here
     # intake, not a rule: a comment asking for several things is one defect per request
-    # (``tracker.requests``); it changes which defect a card is scored against
+    # (``tracker.requests``), evidence the tracking issue names; on the dev folders it splits
+    # 3 comments (3 repositories), each as its cards do, and changes no answer
     "split_requests": True,
     # off: the data speaks against them
     "remark-resolved-by-any-push": False,  # 24, 14 right, 10 wrong, 4: balanced -0.060
@@ -1036,7 +1037,8 @@ SWITCHES: dict[str, bool] = {
 
 # The switches on by design, not by the bar: evidence the tracking issue names.
 BY_DESIGN = frozenset({"tests_cover_subject", "whitespace_only", "remark_moved_on",
-                       "remark_approved", "remark_repeated", "remark_located"})
+                       "remark_approved", "remark_repeated", "remark_located",
+                       "split_requests"})
 
 
 def rule(case: Case, table: list[Rule]) -> Ruling:
