@@ -106,8 +106,7 @@ def test_a_request_is_anchored_at_the_code_it_quotes_or_the_lines_it_names():
     assert wants_files(f"Rename `total`. {quoted}") and not wants_files(quoted)
 
 
-def _ledger(tmp_path):
-    ledger = Ledger(tmp_path / "l.db")
+def _ledger(ledger):
     pr = ledger.pull_request("o/r", 1, author="sam")
     ledger.begin_round(pr["id"], "a" * 40)
     return ledger, pr["id"]
@@ -117,8 +116,9 @@ TWO = ("Please rename `total` to `sum_values`.\n\nAlso, please remove the unused
        "on line 1.")
 
 
-def test_a_comment_with_two_requests_is_two_defects_acted_on_together(tmp_path):
-    ledger, pr_id = _ledger(tmp_path)
+def test_a_comment_with_two_requests_is_two_defects_acted_on_together(any_ledger):
+    # on SQLite and on PostgreSQL
+    ledger, pr_id = _ledger(any_ledger)
     ledger.add_defect(pr_id, Finding("an earlier finding", "app/core.py", 4), 1)
     out = take_comment(ledger, pr_id, Comment(7, "review_comment", "rina", TWO,
                                               path="app/core.py", line=5),
@@ -162,17 +162,23 @@ def test_a_comment_with_two_requests_is_two_defects_acted_on_together(tmp_path):
 
 def test_the_switch_keeps_a_comment_one_defect(tmp_path, monkeypatch):
     monkeypatch.setitem(rules.SWITCHES, "split_requests", False)
-    ledger, pr_id = _ledger(tmp_path)
+    ledger, pr_id = _ledger(Ledger(tmp_path / "l.db"))
     out = take_comment(ledger, pr_id, Comment(7, "review_comment", "rina", TWO,
                                               path="app/core.py", line=5),
                        pr_author="sam", files=FILES)
     assert [d.key for d in out.defects] == ["D1"]
 
 
-def test_a_request_key_out_of_turn_is_refused(tmp_path):
-    ledger, pr_id = _ledger(tmp_path)
+def test_a_request_key_out_of_turn_is_refused(any_ledger):
+    ledger, pr_id = _ledger(any_ledger)
     with pytest.raises(LedgerError):
         ledger.add_defect(pr_id, Finding("x"), 1, key="D2a")
+    ledger.add_defect(pr_id, Finding("x"), 1, key="D1a")
+    with pytest.raises(LedgerError):
+        ledger.add_defect(pr_id, Finding("y"), 1, key="D3")
+    ledger.add_defect(pr_id, Finding("y"), 1, key="D1b")
+    assert ledger.next_key(pr_id) == "D2"
+    assert ledger.add_defect(pr_id, Finding("z"), 1).key == "D2"
 
 
 # -- the bench: a card is scored against its own request --------------------------------------
