@@ -90,3 +90,34 @@ async def test_a_comment_asking_for_two_changes_is_two_defects_tracked_apart(tmp
         states = bot.states(number=NUMBER)
         assert (states[a], states[b]) == ("Resolved", "Resolved")
         assert bot.ledger.history(pr_id, a)[-1]["rule"] == "thread_resolved"
+
+
+async def test_a_command_naming_the_comment_resolves_all_its_requests(tmp_path):
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.add_installation(INSTALLATION, "octo")
+        fake.add_repo(REPO, INSTALLATION, files={})
+        fake.set_permission(REPO, "rina", "write")
+        fake.add_pr(REPO, NUMBER, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
+                    BASE_FILES)
+        await _push(bot, 1, ROUND1_FILES, "opened")
+        asked = fake.add_review_comment(REPO, NUMBER, "rina", "app/core.py", 12, ASK)
+        await bot.deliver("pull_request_review_comment",
+                          payloads.review_comment(fake, REPO, NUMBER, asked))
+        await bot.idle()
+        pr_id = bot.ledger.find_pull_request(REPO, NUMBER)["id"]
+        a = bot.ledger.defect_by_comment(pr_id, asked["id"]).key
+        group, b = keys.group(a), keys.part_key(a, 1)
+
+        await bot.comment("rina", f"/roundwise resolve {b.lower()}", number=NUMBER)
+        await bot.idle()
+        states = bot.states(number=NUMBER)
+        assert (states[a], states[b]) == ("New", "Resolved")  # one request, by its own key
+
+        await bot.comment("rina", f"/roundwise resolve {group}", number=NUMBER)
+        await bot.idle()
+        states = bot.states(number=NUMBER)
+        assert (states[a], states[b]) == ("Resolved", "Resolved")  # the comment's number: all
+        replies = [c["body"] for c in bot.bot_comments(kind="review", number=NUMBER)
+                   if c.get("in_reply_to_id") == asked["id"]]
+        assert any(f"{a}, {b} marked resolved by @rina" in r for r in replies)

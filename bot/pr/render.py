@@ -87,7 +87,8 @@ HELP = """**roundwise commands** (in a comment on the pull request):
 
 - `/roundwise review`: review the latest push now
 - `/roundwise status`: post the ledger of every tracked defect
-- `/roundwise resolve D3`: mark D3 resolved (needs write access)
+- `/roundwise resolve D3`: mark D3 resolved (needs write access); `D3` also names every
+  request of a comment tracked as `D3a`, `D3b`..., and `D3b` one of them
 - `/roundwise ignore D3`: stop reporting D3 (needs write access)
 - `/roundwise unmute debug-print`: post that kind of finding again in this repository, after
   people dismissed it often enough that roundwise held it back (needs write access)
