@@ -239,3 +239,27 @@ def test_a_bench_run_record_scores_each_card_against_its_own_request():
     rs = RoundScore(task, record, "mcr", 2, [], [])
     got = {c["id"]: _track_pair(task, c, 2, rs, []).answer for c in task.defects}
     assert got == {"D1": "Resolved", "D2": "Open"}
+
+
+def test_a_request_repeating_a_settled_defect_sends_it_back_not_raised_as_new(tmp_path):
+    ledger, pr_id = _ledger(Ledger(tmp_path / "l.db"))
+    asked = "Please guard `count` against zero before dividing."
+    first = take_comment(ledger, pr_id, Comment(7, "review_comment", "rina", asked,
+                                                path="app/core.py", line=5),
+                         pr_author="sam", code="    return sum(values)", files=FILES)
+    [key] = [d.key for d in first.defects]
+    ledger.finish_round(pr_id, 1)
+    ledger.begin_round(pr_id, "b" * 40)
+    from tracker.lifecycle import State
+    from tracker.models import Decision
+    ledger.record_decision(pr_id, 2, Decision(key, State.RESOLVED, "anchor-modified", "edited"))
+    # after the push: the same request again, and a new one
+    out = take_comment(ledger, pr_id, Comment(9, "review_comment", "rina",
+                                              f"{asked}\n\nAlso, please rename `total` to "
+                                              "`sum_values`.", path="app/core.py", line=5),
+                       pr_author="sam", code="    return sum(values)", files=FILES)
+    states = {d.key: d.state.value for d in out.defects}
+    assert states == {"D2": "New", key: "Open"}  # one new request keeps a plain key
+    assert ledger.history(pr_id, key)[-1]["rule"] == "reviewer-repeats"
+    assert ledger.defect_by_comment(pr_id, 9).key == "D2"
+    assert len(ledger.defects(pr_id)) == 2

@@ -27,7 +27,7 @@ from .discussion import (
     still_not_done,
 )
 from .lifecycle import State
-from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+from .models import DecidedBy, Decision, Defect, Finding, Signal, SignalKind
 from .requests import own_place, split_requests
 from .rules import SWITCHES
 from .store import LedgerStore
@@ -168,27 +168,16 @@ def _take_top_level(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
                                 side=comment.side or "RIGHT", comment_id=None)
     else:
         finding = human_finding(comment.body, author=comment.author)
-    same = match_finding(finding, [(d, Position(d.path, d.line_start, d.line_end))
-                                   for d in ledger.defects(pr_id, include_ignored=False)],
-                         code=code if inline else None)
-    if same is not None:  # a person raising what is already tracked: the same defect
-        ledger.attach_comment(same.id, comment.id, kind=comment.kind, author=comment.author,
-                              body=comment.body, node_id=comment.node_id,
-                              in_reply_to=comment.in_reply_to)
-        defect, signal = ledger.defect(pr_id, same.key), None
-        if round_number > defect.raised_round:
-            signal = SignalKind.REVIEWER_REPEATS
-            ledger.add_signal(pr_id, defect, round_number,
-                              Signal(SignalKind.REVIEWER_REPEATS, defect.key, comment.author,
-                                     comment.body, comment.id))
-            if defect.state is State.RESOLVED:
-                defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-repeats",
-                                    f"{comment.author or 'a reviewer'} raised it again after "
-                                    f"it was resolved: {_quote(comment.body)}")
-        return Outcome("attached", defect, signal, reason=f"repeats {same.key}")
+    tracked = [(d, Position(d.path, d.line_start, d.line_end))
+               for d in ledger.defects(pr_id, include_ignored=False)]
     requests = split_requests(comment.body) if SWITCHES["split_requests"] else []
-    if len(requests) > 1:
-        return _raise_requests(ledger, pr_id, comment, round_number, requests, code, files)
+    if len(requests) > 1:  # each request new, or a repeat of what is tracked
+        return _raise_requests(ledger, pr_id, comment, round_number, requests, code, files,
+                               tracked)
+    same = match_finding(finding, tracked, code=code if inline else None)
+    if same is not None:  # a person raising what is already tracked: the same defect
+        defect, signal = _repeats(ledger, pr_id, same, comment, round_number, comment.body)
+        return Outcome("attached", defect, signal, reason=f"repeats {same.key}")
     with ledger.transaction():
         defect = ledger.add_defect(
             pr_id, finding, round_number, code=code if inline else None,
@@ -204,39 +193,75 @@ def _take_top_level(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
     return Outcome("raised", ledger.defect(pr_id, defect.key))
 
 
+def _repeats(ledger: LedgerStore, pr_id: int, same: Defect, comment: Comment,
+             round_number: int, text: str, *, keep: bool = True
+             ) -> tuple[Defect, SignalKind | None]:
+    """A person raised ``same`` again (``text``: the words that did): after a push, a repeat
+    that sends it back to Open if it was Resolved. ``keep``: the comment joins its thread."""
+    if keep:
+        ledger.attach_comment(same.id, comment.id, kind=comment.kind, author=comment.author,
+                              body=comment.body, node_id=comment.node_id,
+                              in_reply_to=comment.in_reply_to)
+    defect, signal = ledger.defect(pr_id, same.key), None
+    if round_number > defect.raised_round:
+        signal = SignalKind.REVIEWER_REPEATS
+        ledger.add_signal(pr_id, defect, round_number,
+                          Signal(SignalKind.REVIEWER_REPEATS, defect.key, comment.author,
+                                 text, comment.id))
+        if defect.state is State.RESOLVED:
+            defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-repeats",
+                                f"{comment.author or 'a reviewer'} raised it again after "
+                                f"it was resolved: {_quote(text)}")
+    return defect, signal
+
+
+def _request_finding(comment: Comment, text: str, code: str | None,
+                     files: Mapping[str, str | None]) -> tuple[Finding, str | None]:
+    """One request of a comment as a finding, at its own place (``own_place``) or else at the
+    comment's, with the code it stands on."""
+    inline = comment.kind == "review_comment" and bool(comment.path) and comment.line is not None
+    place = own_place(text, comment.path if inline else None, files) \
+        if (comment.side or "RIGHT") == "RIGHT" else None
+    if place is not None:
+        finding = human_finding(text, author=comment.author, path=place.path,
+                                line=place.line_end, start_line=place.line_start)
+        return finding, "\n".join(excerpt(files.get(place.path), place.line_start,
+                                          place.line_end)) or None
+    if inline:
+        return human_finding(text, author=comment.author, path=comment.path, line=comment.line,
+                             start_line=comment.start_line,
+                             side=comment.side or "RIGHT"), code
+    return human_finding(text, author=comment.author), None
+
+
 def _raise_requests(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
                     requests: list[str], code: str | None,
-                    files: Mapping[str, str | None] | None) -> Outcome:
+                    files: Mapping[str, str | None] | None,
+                    tracked: list[tuple[Defect, Position]]) -> Outcome:
     """A comment that asks for several things: one defect per request (``D5a``, ``D5b``...),
-    each at the code it quotes or the lines it names, else at the comment's own lines. The
-    comment (and its thread) is kept with the first; the others reach it through their key."""
-    inline = comment.kind == "review_comment" and bool(comment.path) and comment.line is not None
-    group = ledger.next_key(pr_id)
-    made = []
+    each at the code it quotes or the lines it names, else at the comment's own lines. A
+    request that repeats a tracked defect is that defect raised again, not a new one (a lone
+    new request then keeps a plain key). The comment (and its thread) is kept with the first
+    new request; the others reach it through their key."""
+    findings = [_request_finding(comment, text, code, files or {}) for text in requests]
     with ledger.transaction():
-        for i, text in enumerate(requests):
-            place = own_place(text, comment.path if inline else None, files or {}) \
-                if (comment.side or "RIGHT") == "RIGHT" else None
-            if place is not None:
-                finding = human_finding(text, author=comment.author, path=place.path,
-                                        line=place.line_end, start_line=place.line_start)
-                part_code = "\n".join(excerpt((files or {}).get(place.path), place.line_start,
-                                               place.line_end)) or None
-            elif inline:
-                finding = human_finding(text, author=comment.author, path=comment.path,
-                                        line=comment.line, start_line=comment.start_line,
-                                        side=comment.side or "RIGHT")
-                part_code = code
+        fresh, again = [], []
+        for (finding, part_code), text in zip(findings, requests):
+            same = match_finding(finding, tracked, code=part_code if finding.anchored else None)
+            if same is None:
+                fresh.append((finding, part_code, text))
             else:
-                finding = human_finding(text, author=comment.author)
-                part_code = None
+                again.append((same, text))
+        group = ledger.next_key(pr_id)
+        made = []
+        for i, (finding, part_code, text) in enumerate(fresh):
             defect = ledger.add_defect(
                 pr_id, finding, round_number, code=part_code,
                 rule=f"raised-by-{comment.kind.replace('_', '-')}",
                 evidence=f"{comment.author or 'a reviewer'} raised it in comment {comment.id} "
-                         f"(request {i + 1} of {len(requests)})",
+                         f"(request {requests.index(text) + 1} of {len(requests)})",
                 anchor_sha=comment.commit_id if finding.anchored else None,
-                key=keys.part_key(group, i))
+                key=keys.part_key(group, i) if len(fresh) > 1 else group)
             if i == 0:
                 if comment.in_reply_to:
                     ledger.attach_comment(defect.id, comment.in_reply_to, kind=comment.kind)
@@ -244,8 +269,16 @@ def _raise_requests(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
                                       author=comment.author, body=comment.body,
                                       node_id=comment.node_id, in_reply_to=comment.in_reply_to)
             made.append(defect.key)
-    defects = [ledger.defect(pr_id, key) for key in made]
-    return Outcome("raised", defects[0], reason=f"{len(defects)} requests", defects=defects)
+        signal = None
+        for j, (same, text) in enumerate(again):
+            _, said = _repeats(ledger, pr_id, same, comment, round_number, text,
+                               keep=not fresh and j == 0)
+            signal = signal or said
+            made.append(same.key)
+    defects = [ledger.defect(pr_id, key) for key in dict.fromkeys(made)]
+    action = "raised" if fresh else "attached"
+    return Outcome(action, defects[0], signal, reason=f"{len(requests)} requests, "
+                   f"{len(fresh)} new", defects=defects)
 
 
 def _take_reply(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
