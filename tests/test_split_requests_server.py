@@ -121,3 +121,31 @@ async def test_a_command_naming_the_comment_resolves_all_its_requests(tmp_path):
         replies = [c["body"] for c in bot.bot_comments(kind="review", number=NUMBER)
                    if c.get("in_reply_to_id") == asked["id"]]
         assert any(f"{a}, {b} marked resolved by @rina" in r for r in replies)
+
+
+async def test_a_request_quoting_code_of_another_file_is_anchored_there(tmp_path):
+    files = {**ROUND1_FILES, "app/extra.py": "def scaled_sum(values, factor):\n"
+                                            "    result = [v * factor for v in values]\n"
+                                            "    return sum(result)\n"}
+    ask = ("Please call `scale` from `add` callers too.\n\nAlso, please remove this copy, "
+           "it repeats `scale`:\n```python\nresult = [v * factor for v in values]\n"
+           "return sum(result)\n```")
+    async with running_bot(tmp_path) as bot:
+        fake = bot.fake
+        fake.add_installation(INSTALLATION, "octo")
+        fake.add_repo(REPO, INSTALLATION, files={})
+        fake.add_pr(REPO, NUMBER, "Scale values", "Adds scale().", "sam", "main", BASE_SHA,
+                    BASE_FILES)
+        await _push(bot, 1, files, "opened")
+        asked = fake.add_review_comment(REPO, NUMBER, "rina", "app/core.py", 5, ask)
+        await bot.deliver("pull_request_review_comment",
+                          payloads.review_comment(fake, REPO, NUMBER, asked))
+        await bot.idle()
+        pr_id = bot.ledger.find_pull_request(REPO, NUMBER)["id"]
+        a = bot.ledger.defect_by_comment(pr_id, asked["id"]).key
+        first, second = bot.ledger.defect(pr_id, a), bot.ledger.defect(pr_id,
+                                                                       keys.part_key(a, 1))
+        assert (first.path, first.line_start) == ("app/core.py", 5)
+        assert (second.path, second.line_start, second.line_end) == ("app/extra.py", 2, 3)
+        assert second.code == ("    result = [v * factor for v in values]\n"
+                               "    return sum(result)")

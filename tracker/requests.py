@@ -250,7 +250,7 @@ def split_requests(body: str | None) -> list[str]:
 _QUOTED_BLOCK = re.compile(r"^\s*(```+|~~~+)[^\n]*\n(.*?)^\s*\1", re.DOTALL | re.MULTILINE)
 _LINE_REF = re.compile(r"(?:\blines?\s+|(?<![\w/])#?L)(\d{1,6})(?:\s*(?:-|–|to)\s*L?(\d{1,6}))?\b",
                        re.IGNORECASE)
-MAX_PLACE_FILES = 200  # files a request's quoted code is looked for in
+MAX_PLACE_FILES = 20  # files besides the commented one a request's quoted code is looked for in
 
 
 @dataclass(frozen=True)
@@ -270,8 +270,8 @@ def own_place(request: str, path: str | None, files: Mapping[str, str | None]) -
     for _, block in _QUOTED_BLOCK.findall(request):
         if not distinctive(block):
             continue
-        order = ([path] if path in files else []) + sorted(p for p in files if p != path)
-        for candidate in order[:MAX_PLACE_FILES]:
+        others = sorted(p for p in files if p != path)[:MAX_PLACE_FILES]
+        for candidate in ([path] if path in files else []) + others:
             found = find_code(files.get(candidate), block)
             if found:
                 return Place(candidate, *found)
@@ -287,6 +287,17 @@ def own_place(request: str, path: str | None, files: Mapping[str, str | None]) -
     if start < 1 or end < start or (size is not None and end > size):
         return None
     return Place(path, start, end)
+
+
+def quoted_code(body: str | None) -> list[str]:
+    """The code blocks (not suggestions) the requests of a comment that asks for several
+    things quote, specific enough to look for (``own_place`` looks for them in the PR's
+    files)."""
+    requests = split_requests(body)
+    if len(requests) < 2:
+        return []
+    return [block for request in requests for _, block in _QUOTED_BLOCK.findall(request)
+            if distinctive(block)]
 
 
 def wants_files(body: str | None) -> bool:

@@ -14,11 +14,12 @@ import logging
 
 from tracker import keys as defect_keys
 from tracker import learnings
+from tracker.anchors import DiffError, DiffMap, find_code
 from tracker.intake import same_comment, take_comment, take_thread
 from tracker.ledger_base import LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, SignalKind
-from tracker.requests import wants_files
+from tracker.requests import MAX_PLACE_FILES, quoted_code, wants_files
 from tracker.rules import SWITCHES
 from tracker.store import LedgerStore
 
@@ -90,7 +91,7 @@ class Handlers:
         count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
             else 1
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
-        files = await self._commented_file(job, comment)
+        files = await self._request_files(job, comment, pr_id)
         outcome = await self._db(take_comment, self.ledger, pr_id, comment,
                                  pr_author=pr["author"], code=code, files=files)
         disputed = outcome.signal in (SignalKind.REVIEWER_DISPUTES, SignalKind.REVIEWER_REPEATS)
@@ -98,21 +99,38 @@ class Handlers:
         keys = ", ".join(d.key for d in outcome.defects)
         return f"{outcome.action} {keys} {outcome.reason}"
 
-    async def _commented_file(self, job: Job, comment) -> dict[str, str | None]:
-        """The commented file at the comment's head, read only for a comment that asks for
-        several things and quotes code or names lines in one of them: where that request's
-        own place is (``tracker.requests.own_place``)."""
-        if not (comment.path and comment.line and SWITCHES["split_requests"]
-                and wants_files(comment.body)):
+    async def _request_files(self, job: Job, comment, pr_id: int) -> dict[str, str | None]:
+        """The files where the requests of a comment that asks for several things find their
+        own place (``tracker.requests.own_place``), read only for such a comment that quotes
+        code or names lines: the commented file, then, while code it quotes is found in none
+        read so far, the PR's other files in path order, at most ``MAX_PLACE_FILES``."""
+        if not (SWITCHES["split_requests"] and wants_files(comment.body)):
             return {}
+        forge = self.rounds.forge(job)
+        last = await self._db(self.ledger.last_round, pr_id)
+        ref = comment.commit_id or (last or {}).get("head_sha")
+        files: dict[str, str | None] = {}
         try:
-            text = await self.rounds.forge(job).file_text(comment.path, comment.commit_id)
+            if comment.path and comment.line:
+                files[comment.path] = await forge.file_text(comment.path, ref)
+            missing = [b for b in quoted_code(comment.body)
+                       if not any(find_code(t, b) for t in files.values())]
+            if not missing:
+                return files
+            try:
+                paths = sorted(DiffMap(await forge.pull_diff(job.number)).new_files)
+            except DiffError:
+                return files
+            for path in [p for p in paths if p != comment.path][:MAX_PLACE_FILES]:
+                files[path] = await forge.file_text(path, ref)
+                missing = [b for b in missing if not find_code(files[path], b)]
+                if not missing:
+                    break
         except ForgeError as exc:
             if exc.retryable:
                 raise
-            log.info("could not read %s for comment %s: %s", comment.path, comment.id, exc)
-            return {}
-        return {comment.path: text}
+            log.info("could not read the files of comment %s: %s", comment.id, exc)
+        return files
 
     def _ignore_deleted(self, pr_id: int, defect, comment_id: int) -> list[str]:
         """The comment that raised a person's defect is gone: so are its requests."""
