@@ -263,3 +263,15 @@ def test_a_request_repeating_a_settled_defect_sends_it_back_not_raised_as_new(tm
     assert ledger.history(pr_id, key)[-1]["rule"] == "reviewer-repeats"
     assert ledger.defect_by_comment(pr_id, 9).key == "D2"
     assert len(ledger.defects(pr_id)) == 2
+
+
+@pytest.mark.parametrize("body", [
+    # a list that describes what a fix would do, not what to do
+    ("Clean the path first.\n\nThis approach would:\n1. Convert `./a` to `a`\n"
+    "2. Convert `b/../a` to `a`\n3. Still reject `../etc`"),
+    # alternatives: one request offered two ways
+    "Retries were removed. Either:\n- Verify the client retries, OR\n- Keep the retry loop",
+    "Please cache the result. Alternatively, also compute it once at start-up.",
+])
+def test_a_list_that_describes_or_offers_alternatives_stays_one_request(body):
+    assert split_requests(body) == [body]

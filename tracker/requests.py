@@ -84,6 +84,7 @@ class _Unit:
     text: str  # a sentence or list item, with the code blocks that follow it
     item: bool = False  # a list item
     lead_in: bool = False  # ends with ":" before a list: asks through the items it introduces
+    listed: bool = False  # an item of a list whose items are requests (see ``_lead_asks``)
     opens: bool = True  # opens a paragraph (else it continues the sentence before it)
     code: list[str] = field(default_factory=list)  # code blocks that belong to it
 
@@ -181,7 +182,26 @@ def _units(body: str) -> list[_Unit]:
     for unit, after in zip(units, units[1:] + [None]):  # "Please fix these:" and a list
         unit.lead_in = unit.text.rstrip().endswith(":") and not unit.code and \
             after is not None and after.item
+    listed = True  # the items of a list under "This approach would:" describe, not ask
+    for before, unit in zip([None, *units], units):
+        if unit.item and (before is None or not before.item):
+            listed = before is None or not before.lead_in or _lead_asks(before.text)
+        unit.listed = unit.item and listed
     return units
+
+
+_DESCRIBES = re.compile(r"\b(?:would|will|does|did|was|were|is|are|has|had|can)\b", re.IGNORECASE)
+_EITHER = re.compile(r"\b(?:either|one of|entweder|soit|o bien|ou bien)\b|任选|どちらか|둘 중",
+                     re.IGNORECASE)
+
+
+def _lead_asks(text: str) -> bool:
+    """Whether a list's lead-in makes its items requests: it asks ("Please:", "Consider:"),
+    or it is a short label that describes nothing ("A few things:", "Nits:"); not when it
+    offers its items as alternatives ("Either:")."""
+    if _EITHER.search(text):
+        return False
+    return asks(text) or (len(text.split()) <= 5 and not _DESCRIBES.search(text))
 
 
 _CLAUSE = re.compile(r"[:;,—–]\s+|\s-\s")
@@ -197,6 +217,17 @@ def _asks(unit: _Unit) -> bool:
     if unit.lead_in:
         return False  # "Please fix these:" asks through what follows it
     return asks(unit.text) or any(_SUGGESTION.match(c) for c in unit.code)
+
+
+# one request offered two ways: "Verify X, OR" / "keep Y", "Alternatively, ..."
+_OR_AFTER = re.compile(r"(?:\bor|\boder|\bou|\bили|或者|또는|または)\W*$", re.IGNORECASE)
+_OR_BEFORE = re.compile(r"^\W*(?:or|otherwise|alternatively|instead|oder|alternativ|ou|sinon|"
+                        r"или|либо|o bien|或者|或|또는|아니면|または|あるいは)(?!\w)", re.IGNORECASE)
+
+
+def _alternative(before: _Unit | None, unit: _Unit) -> bool:
+    return bool(_OR_BEFORE.match(unit.text)) or (
+        before is not None and not before.code and bool(_OR_AFTER.search(before.text)))
 
 
 def _additive(unit: _Unit) -> bool:
@@ -229,19 +260,20 @@ def split_requests(body: str | None) -> list[str]:
         return [text]
     units = _units(text)
     asking = [_asks(u) for u in units]
-    items = sum(1 for u, a in zip(units, asking) if u.item and a)
+    items = sum(1 for u, a in zip(units, asking) if u.listed and a)
     groups: list[list[_Unit]] = []
     group_asks = group_item = False  # the current group asks; it holds an item that asks
-    for unit, ask in zip(units, asking):
-        starts = bool(groups) and ask and group_asks and len(groups) < MAX_REQUESTS and (
-            (unit.item and items >= 2 and group_item) or (_additive(unit) and not unit.item))
+    for before, unit, ask in zip([None, *units], units, asking):
+        starts = bool(groups) and ask and group_asks and len(groups) < MAX_REQUESTS and \
+            not _alternative(before, unit) and (
+            (unit.listed and items >= 2 and group_item) or (_additive(unit) and not unit.item))
         if not groups or starts:
             groups.append([unit])
-            group_asks, group_item = ask, unit.item and ask
+            group_asks, group_item = ask, unit.listed and ask
             continue
         groups[-1].append(unit)
         group_asks = group_asks or ask
-        group_item = group_item or (unit.item and ask)
+        group_item = group_item or (unit.listed and ask)
     if len(groups) < 2:
         return [text]
     return [_render(g) for g in groups]
