@@ -188,7 +188,7 @@ CORE2 = "\n\ndef total(values):\n    return sum(values)\n"  # the import went; t
 
 
 def _two_request_task():
-    from bench.tasks import parse_task
+    from bench.tasks.mcr import parse_task
     from tests.test_rules import git_diff
     return parse_task({
         "schema": "mcr-task/1", "task_id": "o__r-1", "repo": "o/r", "language": "Python",
@@ -214,7 +214,7 @@ def _two_request_task():
 
 
 def test_the_bench_scores_each_card_against_its_own_request(monkeypatch):
-    from bench.tracking import replay_tasks
+    from bench.score.tracking import replay_tasks
     [replay] = replay_tasks([_two_request_task()])
     cards = {c["id"]: c for c in replay.task.defects}
     # the cards are listed in another order than the comment asks: the anchor and words decide
@@ -228,7 +228,7 @@ def test_the_bench_scores_each_card_against_its_own_request(monkeypatch):
 
 
 def test_a_bench_run_record_scores_each_card_against_its_own_request():
-    from bench.scoring import RoundScore, _track_pair
+    from bench.score.scoring import RoundScore, _track_pair
     task = _two_request_task()
     record = {"defects": [
         {"key": "D1a", "path": "app/core.py", "line_start": 5, "line_end": 5, "state": "Open",

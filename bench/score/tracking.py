@@ -6,7 +6,7 @@ signals, and at round t the deterministic tracker decides every defect's state f
 between the two heads. The answers are then scored as *tracking* (see the task format doc):
 ``comment_ids`` on a defect card tie it to the tracked defect its comments raised, and to the
 request of that comment the card is when the comment asked for several things
-(``bench.card_requests``).
+(``bench.score.card_requests``).
 
 This measures the ledger and the decision rules in isolation; ``roundwise bench run`` measures
 the whole bot.
