@@ -9,7 +9,7 @@ thread; resolving that thread then resolves both.
 
 from __future__ import annotations
 
-from bench import payloads
+from bench.replay import payloads
 from tracker import keys
 
 from .server_kit import BASE_FILES, BASE_SHA, INSTALLATION, REPO, ROUND1_FILES, running_bot
