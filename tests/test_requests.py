@@ -271,7 +271,7 @@ def test_a_request_repeating_a_settled_defect_sends_it_back_not_raised_as_new(tm
     "2. Convert `b/../a` to `a`\n3. Still reject `../etc`"),
     # alternatives: one request offered two ways
     "Retries were removed. Either:\n- Verify the client retries, OR\n- Keep the retry loop",
-    "Please cache the result. Alternatively, also compute it once at start-up.",
+    "Please cache the result. Alternatively, please also compute it once at start-up.",
 ])
 def test_a_list_that_describes_or_offers_alternatives_stays_one_request(body):
     assert split_requests(body) == [body]
