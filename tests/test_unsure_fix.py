@@ -9,15 +9,15 @@ import pytest
 
 from bench.replay import payloads
 
-from .server_kit import HEAD1, HEAD2, NUMBER, REPO, running_bot
-from .test_checks_server import CORE, runs, setup_pr
+from .server_kit import HEAD1, HEAD2, NUMBER, REPO, SCALE_CORE, running_bot, setup_pr
+from .test_checks_server import runs
 
 pytestmark = pytest.mark.asyncio
 
 # Round 2 takes out the bot's two findings (the breakpoint, the print) and rewrites the line
 # the reviewer commented on without doing what the comment asks: the rule that resolves it
 # ("the line was rewritten") is unsure of that, and no verifier is configured.
-ROUND2 = {"app/core.py": CORE + "    result = [v * factor for v in values if v]\n"
+ROUND2 = {"app/core.py": SCALE_CORE + "    result = [v * factor for v in values if v]\n"
                                 "    return result\n"}
 ASK = "This must reject a negative factor before scaling anything."
 

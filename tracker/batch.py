@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .anchors import fingerprint as code_fingerprint
+from .keys import canonical
 from .ledger_base import LedgerError
 from .lifecycle import State, carry_forward, check_transition, parse_state
 from .models import Decision
@@ -44,7 +45,7 @@ def apply_decisions(rows: dict[str, dict], last: dict[int, tuple[str, int]],
     changed: dict[int, dict] = {}
     history: list[tuple] = []
     for decision in decisions:
-        row = rows.get(decision.key.upper())
+        row = rows.get(canonical(decision.key))
         if row is None:
             raise LedgerError(f"no defect {decision.key} on this pull request")
         key, state = row["key"], decision.state

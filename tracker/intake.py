@@ -4,14 +4,20 @@ The bot calls these when GitHub tells it about review comments, reviews, PR comm
 review threads; offline replays call them with a task's events. A reviewer's comment that asks
 for a change becomes a tracked defect (origin human); a reply joins the defect of its thread
 and may carry a signal (the author claims a fix, a reviewer disputes one); resolving a thread
-resolves its defect. Decisions taken here are people's, so they are recorded as decided by a
-human, in the PR's current round.
+resolves its defect. A comment that asks for several things becomes one defect per request
+(``tracker.requests``; keys ``D3a``, ``D3b``: ``tracker.keys``), each anchored at the code it
+names or else at the comment's lines; a reply, a resolved thread, an edit or a deletion of that
+comment acts on all of them. Decisions taken here are people's, so they are recorded as
+decided by a human, in the PR's current round.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from . import keys
+from .anchors import excerpt
 from .dedupe import Position, match_finding
 from .discussion import (
     human_finding,
@@ -21,7 +27,9 @@ from .discussion import (
     still_not_done,
 )
 from .lifecycle import State
-from .models import DecidedBy, Decision, Defect, Signal, SignalKind
+from .models import DecidedBy, Decision, Defect, Finding, Signal, SignalKind
+from .requests import own_place, split_requests
+from .rules import SWITCHES
 from .store import LedgerStore
 
 MAX_COMMENT = 65536  # characters of a comment taken in; the rest is dropped
@@ -61,24 +69,34 @@ class Comment:
 
 @dataclass
 class Outcome:
-    """What taking a comment did: ``action`` is raised, attached, updated or ignored."""
+    """What taking a comment did: ``action`` is raised, attached, updated or ignored.
+    ``defect`` is the defect the comment is kept with; ``defects`` every defect it raised or
+    acted on (a comment's requests: ``D3a``, ``D3b``)."""
 
     action: str
     defect: Defect | None = None
     signal: SignalKind | None = None
     reason: str = ""
+    defects: list[Defect] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.defect is not None and not self.defects:
+            self.defects = [self.defect]
 
 
 def take_comment(ledger: LedgerStore, pr_id: int, comment: Comment, *, pr_author: str | None,
-                 code: str | None = None) -> Outcome:
-    """Record one comment. ``code`` is the text of the lines an inline comment sits on."""
+                 code: str | None = None,
+                 files: Mapping[str, str | None] | None = None) -> Outcome:
+    """Record one comment. ``code`` is the text of the lines an inline comment sits on;
+    ``files`` (path to text at the comment's head, optional) is where the requests of a comment
+    that asks for several things look for the code they quote."""
     round_number = ledger.current_round(pr_id)
     if comment.by_bot:
         return Outcome("ignored", reason="the bot's own comment")
     if comment.in_reply_to:
-        outcome = _take_reply(ledger, pr_id, comment, round_number, pr_author, code)
+        outcome = _take_reply(ledger, pr_id, comment, round_number, pr_author, code, files)
     else:
-        outcome = _take_top_level(ledger, pr_id, comment, round_number, pr_author, code)
+        outcome = _take_top_level(ledger, pr_id, comment, round_number, pr_author, code, files)
     if not (pr_author and comment.author == pr_author):
         _follow_remarks(ledger, pr_id, comment, round_number, outcome)
     return outcome
@@ -94,7 +112,7 @@ def _follow_remarks(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
     mine = [d for d in ledger.defects(pr_id, include_ignored=False)
             if not d.anchored and d.state.unresolved and d.author == comment.author
             and d.raised_round < round_number
-            and not (outcome.defect is not None and outcome.defect.key == d.key)]
+            and d.key not in {o.key for o in outcome.defects}]
     if not mine:
         return
     approves = (comment.review_state or "").upper() == "APPROVED" or (
@@ -109,11 +127,36 @@ def _follow_remarks(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
                                  comment.id))
 
 
+def same_comment(ledger: LedgerStore, pr_id: int, defect: Defect) -> list[Defect]:
+    """The defects made from the comment ``defect`` came from: its requests (``D3a``,
+    ``D3b``...) not ignored, or ``defect`` alone."""
+    if not keys.part(defect.key):
+        return [defect]
+    group = keys.group(defect.key)
+    parts = [d for d in ledger.defects(pr_id, include_ignored=False)
+             if keys.group(d.key) == group and keys.part(d.key)]
+    return sorted(parts, key=lambda d: keys.order(d.key)) or [defect]
+
+
+def _edited(ledger: LedgerStore, pr_id: int, known: Defect, body: str) -> list[Defect]:
+    """A person edited a comment: its defects' descriptions follow, request by request (a
+    request the edit added joins the last one; a comment tracked as one stays one)."""
+    parts = same_comment(ledger, pr_id, known)
+    if len(parts) == 1:
+        return [ledger.set_description(pr_id, known.key, body)]
+    requests = split_requests(body) if SWITCHES["split_requests"] else [body]
+    texts = requests[:len(parts) - 1] + ["\n\n".join(requests[len(parts) - 1:])]
+    return [ledger.set_description(pr_id, d.key, text)
+            for d, text in zip(parts, texts) if text.strip()]
+
+
 def _take_top_level(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
-                    pr_author: str | None, code: str | None) -> Outcome:
+                    pr_author: str | None, code: str | None,
+                    files: Mapping[str, str | None] | None = None) -> Outcome:
     known = ledger.defect_by_comment(pr_id, comment.id)
     if known is not None:  # an edit, or the same delivery again
-        return Outcome("updated", ledger.set_description(pr_id, known.key, comment.body))
+        edited = _edited(ledger, pr_id, known, comment.body)
+        return Outcome("updated", edited[0] if edited else known, defects=edited)
     if pr_author and comment.author == pr_author:
         return Outcome("ignored", reason="the PR author's own remark")
     inline = comment.kind == "review_comment" and bool(comment.path) and comment.line is not None
@@ -125,23 +168,15 @@ def _take_top_level(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
                                 side=comment.side or "RIGHT", comment_id=None)
     else:
         finding = human_finding(comment.body, author=comment.author)
-    same = match_finding(finding, [(d, Position(d.path, d.line_start, d.line_end))
-                                   for d in ledger.defects(pr_id, include_ignored=False)],
-                         code=code if inline else None)
+    tracked = [(d, Position(d.path, d.line_start, d.line_end))
+               for d in ledger.defects(pr_id, include_ignored=False)]
+    requests = split_requests(comment.body) if SWITCHES["split_requests"] else []
+    if len(requests) > 1:  # each request new, or a repeat of what is tracked
+        return _raise_requests(ledger, pr_id, comment, round_number, requests, code, files,
+                               tracked)
+    same = match_finding(finding, tracked, code=code if inline else None)
     if same is not None:  # a person raising what is already tracked: the same defect
-        ledger.attach_comment(same.id, comment.id, kind=comment.kind, author=comment.author,
-                              body=comment.body, node_id=comment.node_id,
-                              in_reply_to=comment.in_reply_to)
-        defect, signal = ledger.defect(pr_id, same.key), None
-        if round_number > defect.raised_round:
-            signal = SignalKind.REVIEWER_REPEATS
-            ledger.add_signal(pr_id, defect, round_number,
-                              Signal(SignalKind.REVIEWER_REPEATS, defect.key, comment.author,
-                                     comment.body, comment.id))
-            if defect.state is State.RESOLVED:
-                defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-repeats",
-                                    f"{comment.author or 'a reviewer'} raised it again after "
-                                    f"it was resolved: {_quote(comment.body)}")
+        defect, signal = _repeats(ledger, pr_id, same, comment, round_number, comment.body)
         return Outcome("attached", defect, signal, reason=f"repeats {same.key}")
     with ledger.transaction():
         defect = ledger.add_defect(
@@ -158,33 +193,126 @@ def _take_top_level(ledger: LedgerStore, pr_id: int, comment: Comment, round_num
     return Outcome("raised", ledger.defect(pr_id, defect.key))
 
 
+def _repeats(ledger: LedgerStore, pr_id: int, same: Defect, comment: Comment,
+             round_number: int, text: str, *, keep: bool = True
+             ) -> tuple[Defect, SignalKind | None]:
+    """A person raised ``same`` again (``text``: the words that did): after a push, a repeat
+    that sends it back to Open if it was Resolved. ``keep``: the comment joins its thread."""
+    if keep:
+        ledger.attach_comment(same.id, comment.id, kind=comment.kind, author=comment.author,
+                              body=comment.body, node_id=comment.node_id,
+                              in_reply_to=comment.in_reply_to)
+    defect, signal = ledger.defect(pr_id, same.key), None
+    if round_number > defect.raised_round:
+        signal = SignalKind.REVIEWER_REPEATS
+        ledger.add_signal(pr_id, defect, round_number,
+                          Signal(SignalKind.REVIEWER_REPEATS, defect.key, comment.author,
+                                 text, comment.id))
+        if defect.state is State.RESOLVED:
+            defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-repeats",
+                                f"{comment.author or 'a reviewer'} raised it again after "
+                                f"it was resolved: {_quote(text)}")
+    return defect, signal
+
+
+def _request_finding(comment: Comment, text: str, code: str | None,
+                     files: Mapping[str, str | None]) -> tuple[Finding, str | None]:
+    """One request of a comment as a finding, at its own place (``own_place``) or else at the
+    comment's, with the code it stands on."""
+    inline = comment.kind == "review_comment" and bool(comment.path) and comment.line is not None
+    place = own_place(text, comment.path if inline else None, files) \
+        if (comment.side or "RIGHT") == "RIGHT" else None
+    if place is not None:
+        finding = human_finding(text, author=comment.author, path=place.path,
+                                line=place.line_end, start_line=place.line_start)
+        return finding, "\n".join(excerpt(files.get(place.path), place.line_start,
+                                          place.line_end)) or None
+    if inline:
+        return human_finding(text, author=comment.author, path=comment.path, line=comment.line,
+                             start_line=comment.start_line,
+                             side=comment.side or "RIGHT"), code
+    return human_finding(text, author=comment.author), None
+
+
+def _raise_requests(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
+                    requests: list[str], code: str | None,
+                    files: Mapping[str, str | None] | None,
+                    tracked: list[tuple[Defect, Position]]) -> Outcome:
+    """A comment that asks for several things: one defect per request (``D5a``, ``D5b``...),
+    each at the code it quotes or the lines it names, else at the comment's own lines. A
+    request that repeats a tracked defect is that defect raised again, not a new one (a lone
+    new request then keeps a plain key). The comment (and its thread) is kept with the first
+    new request; the others reach it through their key."""
+    findings = [_request_finding(comment, text, code, files or {}) for text in requests]
+    with ledger.transaction():
+        fresh, again = [], []
+        for (finding, part_code), text in zip(findings, requests):
+            same = match_finding(finding, tracked, code=part_code if finding.anchored else None)
+            if same is None:
+                fresh.append((finding, part_code, text))
+            else:
+                again.append((same, text))
+        group = ledger.next_key(pr_id)
+        made = []
+        for i, (finding, part_code, text) in enumerate(fresh):
+            defect = ledger.add_defect(
+                pr_id, finding, round_number, code=part_code,
+                rule=f"raised-by-{comment.kind.replace('_', '-')}",
+                evidence=f"{comment.author or 'a reviewer'} raised it in comment {comment.id} "
+                         f"(request {requests.index(text) + 1} of {len(requests)})",
+                anchor_sha=comment.commit_id if finding.anchored else None,
+                key=keys.part_key(group, i) if len(fresh) > 1 else group)
+            if i == 0:
+                if comment.in_reply_to:
+                    ledger.attach_comment(defect.id, comment.in_reply_to, kind=comment.kind)
+                ledger.attach_comment(defect.id, comment.id, kind=comment.kind,
+                                      author=comment.author, body=comment.body,
+                                      node_id=comment.node_id, in_reply_to=comment.in_reply_to)
+            made.append(defect.key)
+        signal = None
+        for j, (same, text) in enumerate(again):
+            _, said = _repeats(ledger, pr_id, same, comment, round_number, text,
+                               keep=not fresh and j == 0)
+            signal = signal or said
+            made.append(same.key)
+    defects = [ledger.defect(pr_id, key) for key in dict.fromkeys(made)]
+    action = "raised" if fresh else "attached"
+    return Outcome(action, defects[0], signal, reason=f"{len(requests)} requests, "
+                   f"{len(fresh)} new", defects=defects)
+
+
 def _take_reply(ledger: LedgerStore, pr_id: int, comment: Comment, round_number: int,
-                pr_author: str | None, code: str | None) -> Outcome:
-    defect = ledger.defect_by_comment(pr_id, comment.in_reply_to)
-    if defect is None:
+                pr_author: str | None, code: str | None,
+                files: Mapping[str, str | None] | None = None) -> Outcome:
+    holder = ledger.defect_by_comment(pr_id, comment.in_reply_to)
+    if holder is None:
         # A thread the ledger does not track (the author's own note, praise): a reviewer's
         # reply that asks for a change there is a new defect of its own.
-        return _take_top_level(ledger, pr_id, comment, round_number, pr_author, code)
-    ledger.attach_comment(defect.id, comment.id, kind=comment.kind, author=comment.author,
+        return _take_top_level(ledger, pr_id, comment, round_number, pr_author, code, files)
+    ledger.attach_comment(holder.id, comment.id, kind=comment.kind, author=comment.author,
                           body=comment.body, in_reply_to=comment.in_reply_to,
                           node_id=comment.node_id)
     by_author = bool(pr_author) and comment.author == pr_author
     kind = reply_signal(comment.body, by_author=by_author,
-                        after_push=round_number > defect.raised_round)
+                        after_push=round_number > holder.raised_round)
+    parts = same_comment(ledger, pr_id, holder)
     if kind is None:
-        return Outcome("attached", defect)
-    ledger.add_signal(pr_id, defect, round_number,
-                      Signal(kind, defect.key, comment.author, comment.body, comment.id))
-    if kind is SignalKind.REVIEWER_DISPUTES and defect.state is State.RESOLVED:
-        defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-disputes",
-                            f"{comment.author} replied that it is not fixed: "
-                            f"{_quote(comment.body)}")
-    elif kind is SignalKind.AUTHOR_PROMISES and defect.state is State.RESOLVED \
-            and round_number > defect.raised_round:
-        defect = _unresolve(ledger, pr_id, defect, round_number, "author-promises",
-                            f"{comment.author} says it is still to be done: "
-                            f"{_quote(comment.body)}")
-    return Outcome("attached", defect, kind)
+        return Outcome("attached", holder, defects=parts)
+    out = []
+    for defect in parts:  # a reply in the thread speaks of every request of its comment
+        ledger.add_signal(pr_id, defect, round_number,
+                          Signal(kind, defect.key, comment.author, comment.body, comment.id))
+        if kind is SignalKind.REVIEWER_DISPUTES and defect.state is State.RESOLVED:
+            defect = _unresolve(ledger, pr_id, defect, round_number, "reviewer-disputes",
+                                f"{comment.author} replied that it is not fixed: "
+                                f"{_quote(comment.body)}")
+        elif kind is SignalKind.AUTHOR_PROMISES and defect.state is State.RESOLVED \
+                and round_number > defect.raised_round:
+            defect = _unresolve(ledger, pr_id, defect, round_number, "author-promises",
+                                f"{comment.author} says it is still to be done: "
+                                f"{_quote(comment.body)}")
+        out.append(defect)
+    return Outcome("attached", out[0], kind, defects=out)
 
 
 def take_reaction(ledger: LedgerStore, pr_id: int, comment_id: int, thumbs_down: int) -> Outcome:
@@ -218,17 +346,20 @@ def take_thread(ledger: LedgerStore, pr_id: int, *, resolved: bool, by: str | No
         ledger.set_thread(pr_id, defect.key, node_id)
     round_number = ledger.current_round(pr_id)
     kind = SignalKind.THREAD_RESOLVED if resolved else SignalKind.THREAD_UNRESOLVED
-    ledger.add_signal(pr_id, defect, round_number, Signal(kind, defect.key, by))
-    if resolved and defect.state is not State.RESOLVED:
-        defect = ledger.record_decision(
-            pr_id, round_number,
-            Decision(defect.key, State.RESOLVED, str(kind), f"{by or 'a person'} resolved the "
-                     "review thread", decided_by=DecidedBy.HUMAN),
-        )
-    elif not resolved and defect.state is State.RESOLVED:
-        defect = _unresolve(ledger, pr_id, defect, round_number, str(kind),
-                            f"{by or 'a person'} unresolved the review thread")
-    return Outcome("updated", defect, kind)
+    out = []
+    for part in same_comment(ledger, pr_id, defect):  # one thread, every request of it
+        ledger.add_signal(pr_id, part, round_number, Signal(kind, part.key, by))
+        if resolved and part.state is not State.RESOLVED:
+            part = ledger.record_decision(
+                pr_id, round_number,
+                Decision(part.key, State.RESOLVED, str(kind), f"{by or 'a person'} resolved "
+                         "the review thread", decided_by=DecidedBy.HUMAN),
+            )
+        elif not resolved and part.state is State.RESOLVED:
+            part = _unresolve(ledger, pr_id, part, round_number, str(kind),
+                              f"{by or 'a person'} unresolved the review thread")
+        out.append(part)
+    return Outcome("updated", out[0], kind, defects=out)
 
 
 def _unresolve(ledger: LedgerStore, pr_id: int, defect: Defect, round_number: int, rule: str,

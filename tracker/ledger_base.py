@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Self
 
+from . import keys
 from .models import DecidedBy, Defect
 
 __all__ = ["TALLY", "LedgerBase", "LedgerError", "dump_defects", "like_prefix", "now"]
@@ -92,10 +93,13 @@ class LedgerBase:
         return self.defect(pr_id, key)
 
     def thread_root(self, pr_id: int, key: str) -> dict | None:
-        """The top-level review comment of a defect's thread, if it has one."""
+        """The top-level review comment of a defect's thread, if it has one (a comment's later
+        requests, ``D3b``..., share the thread its first one, ``D3a``, keeps)."""
         for row in self.comments(pr_id, key):
             if row["kind"] == "review_comment" and not row["in_reply_to"]:
                 return row
+        if keys.part(key) not in ("", "a"):
+            return self.thread_root(pr_id, keys.part_key(key, 0))
         return None
 
     def set_thread(self, pr_id: int, key: str, node_id: str) -> None:

@@ -29,6 +29,7 @@ from bot.review.llm_config import LLMConfig
 from bot.server.app import create_app
 from bot.store import open_queue_store
 from bot.store.ledger_sqlite import Ledger
+from tracker import keys
 
 from ..tasks.mcr import Task
 
@@ -158,7 +159,12 @@ def collect(ledger: Ledger, task: Task, repo: str, number: int, t: int, ids: dic
         history = ledger.states_by_round(pr["id"])
         decided = {d.get("key"): d for d in (ledger.plan(pr["id"], t) or {}).get("decisions")
                    or []}
-        for d in ledger.defects(pr["id"]):
+        every = ledger.defects(pr["id"])
+        # a comment's later requests (D3b...) carry its comment, which the first (D3a) keeps
+        first_ids = {keys.group(d.key): d.comment_ids for d in every if keys.part(d.key) == "a"}
+        for d in every:
+            comment_ids = d.comment_ids or (first_ids.get(keys.group(d.key), [])
+                                            if keys.part(d.key) else [])
             states = history.get(d.key, {})
             state = _state_at(states, t)
             if state is None or d.ignored:
@@ -168,7 +174,7 @@ def collect(ledger: Ledger, task: Task, repo: str, number: int, t: int, ids: dic
                 "side": d.side, "description": d.description, "state": state,
                 "previous_state": _state_at(states, t - 1), "type": d.type,
                 "severity": d.severity, "origin": d.origin.value, "raised_round": d.raised_round,
-                "comment_ids": sorted(back[c] for c in d.comment_ids if c in back),
+                "comment_ids": sorted(back[c] for c in comment_ids if c in back),
                 "rule": d.rule,
                 # the round's decision's confidence, while the state is still that decision's
                 "decision_confidence": decided[d.key].get("confidence")

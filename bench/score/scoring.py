@@ -40,6 +40,7 @@ from tracker.anchors import Anchor, DiffMap
 
 from ..tasks.diffs import file_diff
 from ..tasks.mcr import Task, parse_task
+from .card_requests import pick_request
 from .judge import Judge
 from .metrics import (
     TrackPair,
@@ -370,7 +371,13 @@ def _track_pair(task: Task, card: dict, t: int, rs: RoundScore,
     if not ids and not earlier:
         return None  # never told to the system (no comment raised it) and never found by it
     defects = rs.record.get("defects") or []
-    found = next((d for d in defects if ids & set(d.get("comment_ids") or [])), None)
+    told = [d for d in defects if ids & set(d.get("comment_ids") or [])]
+    found = told[0] if told else None
+    if len(told) > 1:  # the requests of one comment (D3a, D3b): the one this card is
+        cid = next(iter(sorted(ids & set(told[0].get("comment_ids") or []))))
+        sharing = [str(c.get("id")) for c in task.defects if cid in (c.get("comment_ids") or [])]
+        rank = sharing.index(str(card.get("id"))) if str(card.get("id")) in sharing else 0
+        found = pick_request(card, told, rank)
     if found is None and earlier:
         key = earlier[-1][1]
         found = next((d for i, d in enumerate(defects) if finding_key(d, i) == key), None)

@@ -4,7 +4,9 @@ No bot, no LLM: round by round, the reviewers' comments of round t-1 become trac
 (each inline comment's path and lines are its anchor), replies and thread actions become
 signals, and at round t the deterministic tracker decides every defect's state from the diff
 between the two heads. The answers are then scored as *tracking* (see the task format doc):
-``comment_ids`` on a defect card tie it to the tracked defect its comments raised.
+``comment_ids`` on a defect card tie it to the tracked defect its comments raised, and to the
+request of that comment the card is when the comment asked for several things
+(``bench.score.card_requests``).
 
 This measures the ledger and the decision rules in isolation; ``roundwise bench run`` measures
 the whole bot.
@@ -28,16 +30,19 @@ from tracker.lifecycle import State
 from tracker.models import Decision, Defect
 
 from ..tasks.mcr import Task
+from .card_requests import pick_request
 from .metrics import TrackPair, live_class, settled_ok, tracking_scores
 
 
 @dataclass
 class Replay:
-    """The tracker's answers for one task: ``answers[t][key]`` and the key each comment got."""
+    """The tracker's answers for one task: ``answers[t][key]``, the key each comment got and,
+    for a comment that asked for several things, each request's defect (key, anchor, words)."""
 
     task: Task
     answers: dict[int, dict[str, str]] = field(default_factory=dict)
     comment_keys: dict[int, str] = field(default_factory=dict)
+    comment_requests: dict[int, list[dict]] = field(default_factory=dict)
     evidence: dict[int, dict[str, str]] = field(default_factory=dict)
     confidence: dict[int, dict[str, float]] = field(default_factory=dict)
     profile: dict[int, dict[str, dict[str, bool]]] = field(default_factory=dict)
@@ -58,6 +63,11 @@ class Replay:
 
     def key_for(self, card: dict) -> str | None:
         for cid in card.get("comment_ids") or []:
+            if cid in self.comment_requests:
+                sharing = [c["id"] for c in self.task.defects if cid in (c.get("comment_ids")
+                                                                        or [])]
+                rank = sharing.index(card["id"]) if card.get("id") in sharing else 0
+                return pick_request(card, self.comment_requests[cid], rank)["key"]
             if cid in self.comment_keys:
                 return self.comment_keys[cid]
         return None
@@ -150,7 +160,7 @@ def take_event(ledger: Ledger, pr_id: int, event: dict, snapshot: dict[str, str 
     if comment.path and comment.line:
         start = comment.start_line or comment.line
         code = "\n".join(excerpt(snapshot.get(comment.path), start, comment.line)) or None
-    return take_comment(ledger, pr_id, comment, pr_author=pr_author, code=code)
+    return take_comment(ledger, pr_id, comment, pr_author=pr_author, code=code, files=snapshot)
 
 
 Decide = Callable[[list[Defect], RoundInput], list[Decision]]
@@ -224,6 +234,11 @@ def replay_task(task: Task, ledger: Ledger, decide: Decide = decide_round,
             outcome = take_event(ledger, pr_id, event, snapshot, pr_author=author)
             if outcome is not None and outcome.defect is not None:
                 replay.comment_keys[event["id"]] = outcome.defect.key
+                if len(outcome.defects) > 1 and outcome.action == "raised":
+                    replay.comment_requests[event["id"]] = [
+                        {"key": d.key, "path": d.path, "line_start": d.line_start,
+                         "line_end": d.line_end, "description": d.description}
+                        for d in outcome.defects]
     return replay
 
 

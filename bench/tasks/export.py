@@ -28,6 +28,7 @@ import subprocess
 from pathlib import Path
 
 from bot.store.ledger_sqlite import Ledger
+from tracker import keys
 from tracker.lifecycle import carry_forward, parse_state
 from tracker.verdicts import classify
 
@@ -60,7 +61,10 @@ def export_pr(ledger: Ledger, pr: dict, bot_logins: set[str] = frozenset()) -> d
     events: dict[int, list[dict]] = {n: [] for n in numbers}
     verdicts = classify(ledger, pr["id"], bot_logins)
     cards, decisions, dismissed = [], [], []
-    for defect in ledger.defects(pr["id"]):
+    every = ledger.defects(pr["id"])
+    # a comment's later requests (D3b...) name the comment its first request (D3a) keeps
+    first_ids = {keys.group(d.key): d.comment_ids for d in every if keys.part(d.key) == "a"}
+    for defect in every:
         history = ledger.history(pr["id"], defect.key)
         for c in ledger.comments(pr["id"], defect.key):
             if c["posted_by_bot"] or c["author"] in bot_logins or not c["author"]:
@@ -121,7 +125,9 @@ def export_pr(ledger: Ledger, pr: dict, bot_logins: set[str] = frozenset()) -> d
         if not any(sources):
             continue
         raised = index.get(defect.raised_round, 0) + 1
-        human_ids = [c for c in defect.comment_ids
+        own_ids = defect.comment_ids or (first_ids.get(keys.group(defect.key), [])
+                                         if keys.part(defect.key) else [])
+        human_ids = [c for c in own_ids
                      if any(e.get("id") == c for e in events.get(defect.raised_round, []))]
         cards.append({
             "id": defect.key, "description": defect.description, "path": defect.path,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
+from tracker import keys as defect_keys
 from tracker.lines import split_lines
 
 __all__ = ["fix_patch"]
@@ -53,5 +54,5 @@ def fix_patch(defects: list[dict], read: Callable[[str], str | None]
     return "".join(out), sorted(applied, key=_num), sorted(skipped, key=_num)
 
 
-def _num(key: str) -> int:
-    return int(key[1:]) if key[1:].isdigit() else 0
+def _num(key: str) -> tuple[int, str]:
+    return defect_keys.order(key)

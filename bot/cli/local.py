@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bot.store.ledger_sqlite import Ledger, LedgerError
 from tracker import learnings, verdicts
+from tracker.keys import canonical
 from tracker.lifecycle import State
 from tracker.models import SEVERITIES, DecidedBy, Decision
 
@@ -56,12 +57,12 @@ def record_actions(ledger: Ledger, pr: dict, actions: Actions) -> list[str]:
     pr_id, done = pr["id"], []
     number = ledger.current_round(pr_id)
     with ledger.transaction():
-        for key in dict.fromkeys(k.upper() for k in actions.ignore):
+        for key in dict.fromkeys(canonical(k) for k in actions.ignore):
             defect = _known(ledger, pr_id, key)
             if not defect.ignored:
                 ledger.set_ignored(pr_id, key, actions.by, number)
             done.append(f"{key} ignored")
-        for key in dict.fromkeys(k.upper() for k in actions.resolve):
+        for key in dict.fromkeys(canonical(k) for k in actions.resolve):
             defect = _known(ledger, pr_id, key)
             if defect.state is not State.RESOLVED:
                 ledger.record_decision(pr_id, number, Decision(

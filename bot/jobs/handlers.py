@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import logging
 
+from tracker import keys as defect_keys
 from tracker import learnings
-from tracker.intake import take_comment, take_thread
+from tracker.anchors import DiffError, DiffMap, find_code
+from tracker.intake import same_comment, take_comment, take_thread
 from tracker.ledger_base import LedgerError
 from tracker.lifecycle import State
 from tracker.models import DecidedBy, Decision, SignalKind
+from tracker.requests import MAX_PLACE_FILES, quoted_code, wants_files
+from tracker.rules import SWITCHES
 from tracker.store import LedgerStore
 
 from ..forge import ForgeError
@@ -80,23 +84,61 @@ class Handlers:
             root = defect and await self._db(self.ledger.thread_root, pr_id, defect.key)
             if defect and defect.origin.value == "human" and (root is None or root["id"] ==
                                                               comment.id):
-                await self._db(self._ignore_deleted, pr_id, defect.key, comment.id)
+                keys = await self._db(self._ignore_deleted, pr_id, defect, comment.id)
                 await self._refresh(job)
-                return f"{defect.key} ignored: its comment was deleted"
+                return f"{', '.join(keys)} ignored: its comment was deleted"
             return "nothing to do"
         count = (comment.line - comment.start_line + 1) if comment.start_line and comment.line \
             else 1
         code = code_from_hunk(data.get("diff_hunk"), count, comment.side or "RIGHT")
+        files = await self._request_files(job, comment, pr_id)
         outcome = await self._db(take_comment, self.ledger, pr_id, comment,
-                                 pr_author=pr["author"], code=code)
-        disputed = outcome.signal in (SignalKind.REVIEWER_DISPUTES, SignalKind.REVIEWER_REPEATS) \
-            and outcome.defect
-        await self._refresh(job, [outcome.defect.key] if disputed else [])
-        return f"{outcome.action} {outcome.defect.key if outcome.defect else ''} {outcome.reason}"
+                                 pr_author=pr["author"], code=code, files=files)
+        disputed = outcome.signal in (SignalKind.REVIEWER_DISPUTES, SignalKind.REVIEWER_REPEATS)
+        await self._refresh(job, [d.key for d in outcome.defects] if disputed else [])
+        keys = ", ".join(d.key for d in outcome.defects)
+        return f"{outcome.action} {keys} {outcome.reason}"
 
-    def _ignore_deleted(self, pr_id: int, key: str, comment_id: int) -> None:
-        self.ledger.set_ignored(pr_id, key, f"deletion of comment {comment_id}",
-                                self.ledger.current_round(pr_id))
+    async def _request_files(self, job: Job, comment, pr_id: int) -> dict[str, str | None]:
+        """The files where the requests of a comment that asks for several things find their
+        own place (``tracker.requests.own_place``), read only for such a comment that quotes
+        code or names lines: the commented file, then, while code it quotes is found in none
+        read so far, the PR's other files in path order, at most ``MAX_PLACE_FILES``."""
+        if not (SWITCHES["split_requests"] and wants_files(comment.body)):
+            return {}
+        forge = self.rounds.forge(job)
+        last = await self._db(self.ledger.last_round, pr_id)
+        ref = comment.commit_id or (last or {}).get("head_sha")
+        files: dict[str, str | None] = {}
+        try:
+            if comment.path and comment.line:
+                files[comment.path] = await forge.file_text(comment.path, ref)
+            missing = [b for b in quoted_code(comment.body)
+                       if not any(find_code(t, b) for t in files.values())]
+            if not missing:
+                return files
+            try:
+                paths = sorted(DiffMap(await forge.pull_diff(job.number)).new_files)
+            except DiffError:
+                return files
+            for path in [p for p in paths if p != comment.path][:MAX_PLACE_FILES]:
+                files[path] = await forge.file_text(path, ref)
+                missing = [b for b in missing if not find_code(files[path], b)]
+                if not missing:
+                    break
+        except ForgeError as exc:
+            if exc.retryable:
+                raise
+            log.info("could not read the files of comment %s: %s", comment.id, exc)
+        return files
+
+    def _ignore_deleted(self, pr_id: int, defect, comment_id: int) -> list[str]:
+        """The comment that raised a person's defect is gone: so are its requests."""
+        number = self.ledger.current_round(pr_id)
+        parts = same_comment(self.ledger, pr_id, defect)
+        for part in parts:
+            self.ledger.set_ignored(pr_id, part.key, f"deletion of comment {comment_id}", number)
+        return [part.key for part in parts]
 
     async def on_thread(self, job: Job) -> str:
         pr_id = await self._pr_id(job)
@@ -248,20 +290,26 @@ class Handlers:
     async def _resolve_or_ignore(self, gh, job: Job, pr_id: int, name: str, key: str,
                                  user: str) -> str:
         try:
-            defect = await self._db(self.ledger.defect, pr_id, key)
-        except LedgerError as exc:
-            await gh.create_issue_comment(job.number, f"@{user} {exc}.")
-            return str(exc)
+            defects = [await self._db(self.ledger.defect, pr_id, key)]
+        except LedgerError as exc:  # D3 names every request of comment D3 (D3a, D3b...)
+            defects = [d for d in await self._db(self.ledger.defects, pr_id)
+                       if defect_keys.group(d.key) == key and defect_keys.part(d.key)]
+            if not defects:
+                await gh.create_issue_comment(job.number, f"@{user} {exc}.")
+                return str(exc)
         number = await self._db(self.ledger.current_round, pr_id)
-        if name == "ignore":
-            await self._db(self.ledger.set_ignored, pr_id, key, user, number)
-        elif defect.state is not State.RESOLVED:
-            await self._db(self.ledger.record_decision, pr_id, number, Decision(
-                key, State.RESOLVED, "command_resolve", f"{user} ran /roundwise resolve",
-                decided_by=DecidedBy.HUMAN))
-        root = await self._db(self.ledger.thread_root, pr_id, key)
+        for defect in defects:
+            if name == "ignore":
+                await self._db(self.ledger.set_ignored, pr_id, defect.key, user, number)
+            elif defect.state is not State.RESOLVED:
+                await self._db(self.ledger.record_decision, pr_id, number, Decision(
+                    defect.key, State.RESOLVED, "command_resolve",
+                    f"{user} ran /roundwise resolve", decided_by=DecidedBy.HUMAN))
+        keys = [d.key for d in defects]
+        shown = ", ".join(keys)
+        root = await self._db(self.ledger.thread_root, pr_id, keys[0])
         if root is not None:
-            await gh.reply(job.number, root["id"], f"{key} marked {name}d by @{user}.\n"
-                           f"{render.marker(name, key, number)}")
-        await self._refresh(job, [key])
-        return f"{key} {name}d by {user}"
+            await gh.reply(job.number, root["id"], f"{shown} marked {name}d by @{user}.\n"
+                           f"{render.marker(name, keys[0], number)}")
+        await self._refresh(job, keys)
+        return f"{shown} {name}d by {user}"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tracker.keys import canonical
+
 _COMMAND = re.compile(r"^\s*/roundwise\b[ \t]*(.*)$", re.MULTILINE | re.IGNORECASE)
-_KEY = re.compile(r"^D\d+$", re.IGNORECASE)
+_KEY = re.compile(r"^D\d+[a-z]?$", re.IGNORECASE)  # D3, or D3b: one request of a comment
 _KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,63}$")  # debug-print, ruff:F401, E.1.1
 NEEDS_WRITE = {"resolve", "ignore", "unmute"}
 
@@ -40,5 +42,5 @@ def parse_command(body: str | None) -> Command | None:
         if len(words) < 2 or not _KEY.match(words[1]):
             return Command(name, raw=raw, error=f"`/roundwise {name}` needs a defect id, "
                                                  f"e.g. `/roundwise {name} D3`")
-        return Command(name, key=words[1].upper(), raw=raw)
+        return Command(name, key=canonical(words[1]), raw=raw)
     return Command("unknown", raw=raw, error=f"unknown command `{name[:40]}`")

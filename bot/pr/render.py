@@ -15,7 +15,7 @@ from tracker.models import MCR_TYPES, Decision, Defect, Finding, suggestion_bloc
 from .quiet import quiet
 
 SUMMARY_MARKER = "<!-- roundwise:summary -->"
-_MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+|-):r(\d+) -->")
+_MARKER = re.compile(r"<!-- roundwise:(\w+):(D\d+[a-z]?|-):r(\d+) -->")
 
 
 def marker(kind: str, key: str, round_number: int) -> str:
@@ -109,7 +109,8 @@ HELP = """**roundwise commands** (in a comment on the pull request):
 
 - `/roundwise review`: review the latest push now
 - `/roundwise status`: post the ledger of every tracked defect
-- `/roundwise resolve D3`: mark D3 resolved (needs write access)
+- `/roundwise resolve D3`: mark D3 resolved (needs write access); `D3` also names every
+  request of a comment tracked as `D3a`, `D3b`..., and `D3b` one of them
 - `/roundwise ignore D3`: stop reporting D3 (needs write access)
 - `/roundwise unmute debug-print`: post that kind of finding again in this repository, after
   people dismissed it often enough that roundwise held it back (needs write access)

@@ -20,6 +20,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from tracker import keys as defect_keys
 from tracker.calibration import unsure_label
 from tracker.models import MCR_TYPES, severity_rank
 
@@ -266,7 +267,7 @@ def _why(changes: list[Change]) -> list[str]:
 def _open_rows(rows: list[Row]) -> list[Row]:
     """The open rows as the summary lists them: most severe first, then by key."""
     return sorted((r for r in rows if r.open),
-                  key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0)))
+                  key=lambda r: (-severity_rank(r.severity), defect_keys.order(r.key)))
 
 
 def open_keys(rows: list[Row]) -> list[str]:
@@ -282,7 +283,27 @@ def _open_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
     for r in open_:
         out.append(f"| {r.key} | {r.shown_state} | {r.severity} | {_type(r.type)} | "
                    f"{link(r, repo, head, d.links)} | {_cell(r.description, d.desc)} |")
-    return out + [""]
+    return out + [""] + _requests_note(rows, open_)
+
+
+def _requests_note(rows: list[Row], open_: list[Row]) -> list[str]:
+    """One line saying what ``D3a``, ``D3b`` are, when an open defect is one of several
+    requests of one comment (``tracker.keys``)."""
+    groups: dict[str, list[str]] = {}
+    for r in sorted(rows, key=lambda r: defect_keys.order(r.key)):
+        if defect_keys.part(r.key):
+            groups.setdefault(defect_keys.group(r.key), []).append(r.key)
+    shown = [g for g in dict.fromkeys(defect_keys.group(r.key) for r in open_)
+             if len(groups.get(g, ())) > 1]
+    if not shown:
+        return []
+    group = shown[0]
+    parts = " and ".join(groups[group]) if len(groups[group]) == 2 else \
+        ", ".join(groups[group])
+    note = (f"<sub>{parts} are the requests of one comment, tracked apart; a reply or a "
+            f"resolved thread there speaks for all of them, and `/roundwise resolve {group}` "
+            f"resolves them together.</sub>")
+    return [note, ""]
 
 
 def _confirm_table(rows: list[Row], repo: str, head: str, d: _Detail) -> list[str]:
@@ -367,7 +388,7 @@ def agent_prompt(rows: list[Row], repo: str, number: int | None, head: str,
                  limit: int | None = None) -> str:
     """A prompt for a coding agent (Copilot, Claude Code...) listing every open defect."""
     open_ = sorted((r for r in rows if r.open),
-                   key=lambda r: (-severity_rank(r.severity), int(r.key[1:] or 0)))
+                   key=lambda r: (-severity_rank(r.severity), defect_keys.order(r.key)))
     pr = f" pull request #{number}" if number else ""
     intro = (f"Fix these open review findings in {repo}{pr} (head {head[:7]}). For each one, "
              "read the code at the location, make the smallest change that fixes it, and keep "

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from psycopg import sql
 
+from tracker import keys as defect_keys
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions
 from tracker.ledger_base import (
@@ -42,6 +43,9 @@ from .schema_postgres import LEDGER_MIGRATIONS
 __all__ = ["LEDGER_MIGRATIONS", "PostgresLedgerStore"]
 
 #: a defect row with the ids of its comments, in one statement
+# the keys a PR has used, counting a comment's requests (D3a, D3b) once
+_COMMENTS_COUNTED = ("select count(*) as n from defects where pr_id = %s "
+                     "and key !~ '[b-z]$'")
 _DEFECTS = ("select d.*, coalesce((select array_agg(c.id order by c.id) from defect_comments c "
             "where c.defect_id = d.id), '{}') as comment_ids from defects d ")
 
@@ -212,7 +216,8 @@ class PostgresLedgerStore(SharedStatements, LedgerBase):
         return [_defect(r) for r in self._all(_DEFECTS + where + " order by d.id", [pr_id])]
 
     def defect(self, pr_id: int, key: str) -> Defect:
-        row = self._one(_DEFECTS + "where d.pr_id = %s and d.key = %s", [pr_id, key.upper()])
+        row = self._one(_DEFECTS + "where d.pr_id = %s and d.key = %s",
+                        [pr_id, defect_keys.canonical(key)])
         if row is None:
             raise LedgerError(f"no defect {key} on this pull request")
         return _defect(row)
@@ -227,6 +232,12 @@ class PostgresLedgerStore(SharedStatements, LedgerBase):
         row = self._one(_DEFECTS + "where d.pr_id = %s and d.thread_node_id = %s "
                         "order by d.id limit 1", [pr_id, node_id])
         return _defect(row) if row else None
+
+    def next_key(self, pr_id: int, offset: int = 0) -> str:
+        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
+        # a comment's requests (D3a, D3b) share one number: count comments, not requests
+        count = self._one(_COMMENTS_COUNTED, [pr_id])["n"]
+        return f"D{count + 1 + offset}"
 
     def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
                    code: str | None = None, evidence: str = "", rule: str = "raised",
@@ -243,14 +254,13 @@ class PostgresLedgerStore(SharedStatements, LedgerBase):
             return []
         stamp = now()
         with self.transaction(), self._conn() as conn:
-            count = conn.execute("select count(*) as n from defects where pr_id = %s",
-                                 [pr_id]).fetchone()["n"]
+            count = conn.execute(_COMMENTS_COUNTED, [pr_id]).fetchone()["n"]
             rows = []
             for i, ((finding, code), key) in enumerate(zip(findings, keys, strict=True)):
                 expected = f"D{count + 1 + i}"
-                if key is not None and key != expected:
+                if key is not None and not defect_keys.fits(key, expected):
                     raise LedgerError(f"cannot add {key}: the next free key is {expected}")
-                rows.append([pr_id, expected, str(finding.origin), finding.author, finding.path,
+                rows.append([pr_id, key or expected, str(finding.origin), finding.author, finding.path,
                              finding.line_start, finding.line_end, finding.side, code,
                              code_fingerprint(code) if code else None,
                              finding.recorded_description(), finding.type, finding.severity,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from tracker import keys as defect_keys
 from tracker.anchors import fingerprint as code_fingerprint
 from tracker.batch import WRITTEN, apply_decisions
 from tracker.ledger_base import (
@@ -156,7 +157,7 @@ class Ledger(SharedStatements, LedgerBase):
 
     def defect(self, pr_id: int, key: str) -> Defect:
         rows = self._rows("select * from defects where pr_id = ? and key = ?",
-                          [pr_id, key.upper()])
+                          [pr_id, defect_keys.canonical(key)])
         if not rows:
             raise LedgerError(f"no defect {key} on this pull request")
         return self._defect(rows[0])
@@ -177,18 +178,26 @@ class Ledger(SharedStatements, LedgerBase):
                           [pr_id, node_id])
         return self._defect(rows[0]) if rows else None
 
+    def next_key(self, pr_id: int, offset: int = 0) -> str:
+        """The key the next new defect of the PR gets (``offset`` more for later ones)."""
+        # a comment's requests (D3a, D3b) share one number: count comments, not requests
+        count = self.db.execute("select count(*) from defects where pr_id = ? and "
+                                "not key glob '*[b-z]'", [pr_id]).fetchone()[0]
+        return f"D{count + 1 + offset}"
+
     def add_defect(self, pr_id: int, finding: Finding, round_number: int, *,
                    code: str | None = None, evidence: str = "", rule: str = "raised",
                    key: str | None = None, anchor_sha: str | None = None) -> Defect:
         """Track a new finding as defect ``D<n>``, New at ``round_number``.
 
-        ``key`` must be the next free key when given (a plan made earlier reserved it).
+        ``key`` must be the next free key when given (a plan made earlier reserved it), or a
+        request of a comment (``D5a``, then ``D5b``; ``tracker.keys``).
         """
         with self.transaction():
             expected = self.next_key(pr_id)
-            if key is not None and key != expected:
+            if key is not None and not defect_keys.fits(key, expected):
                 raise LedgerError(f"cannot add {key}: the next free key is {expected}")
-            key = expected
+            key = key or expected
             stamp = now()
             row = {
                 "pr_id": pr_id,
@@ -261,15 +270,15 @@ class Ledger(SharedStatements, LedgerBase):
         last state before the round, one batched update, one batched insert of history."""
         if not decisions:
             return
-        keys = {d.key.upper() for d in decisions}
-        one = " and d.key = ?" if len(keys) == 1 else ""  # else the whole PR, read at once
+        wanted = {defect_keys.canonical(d.key) for d in decisions}
+        one = " and d.key = ?" if len(wanted) == 1 else ""  # else the whole PR, read at once
         rows, last = {}, {}
         for row in self._rows(
             f"select {', '.join(f'd.{c}' for c in ('id', 'key', 'raised_round', *WRITTEN))}, "
             "h.state as _last_state, h.round as _last_round from defects d "
             "left join state_history h on h.id = (select s.id from state_history s "
             "where s.defect_id = d.id and s.round < ? order by s.round desc, s.id desc limit 1) "
-            f"where d.pr_id = ?{one}", [round_number, pr_id, *(keys if one else ())],
+            f"where d.pr_id = ?{one}", [round_number, pr_id, *(wanted if one else ())],
         ):
             state, number = row.pop("_last_state"), row.pop("_last_round")
             if state is not None:
