@@ -59,6 +59,9 @@ async def test_the_examples_read_as_a_reviewer_writes(tmp_path):
     # the rule names are kept, folded, for the curious and for bug reports
     assert "<summary>Why: the tracker's rules</summary>" in r2["summary"]
     assert "- D1: `subject-removed` (checked from the code" in r2["summary"]
+    # and what made the rule's decision as sure as it is: its record across repositories
+    why = next(line for line in r2["summary"].splitlines() if line.startswith("- D1: "))
+    assert re.search(r"\): right in \d+ of \d+ pairs, in \d+ of \d+ repositories", why), why
     d1 = next(c["body"] for c in r2["replies"] if "D1" in c["body"].splitlines()[0])
     assert "Evidence (checked from the code): `console.log` is gone from line 6\n" in d1
     assert "The tracker's rule `subject-removed`" in d1.split("<details>")[1]

@@ -95,19 +95,24 @@ class Calibration:
         return sorted((c for c in out if c[1]), key=lambda c: -abs(c[1]))
 
     def explain(self, rule: str | None, profile: dict | None = None, state: object = None) -> str:
-        """One sentence on where a decision's chance comes from (for the ledger and summary)."""
+        """One sentence on where a decision's chance comes from (for the ledger and summary):
+        the rule's record across repositories, and the round's signals that made it surer or
+        less sure."""
+        from .profile import SAID
+
         right, n = self.counts.get(base_rule(rule), (0, 0))
         repos = self.by_repo.get(base_rule(rule), {})
         good = sum(1 for r, k in repos.values() if r * 2 > k)
-        text = (f"`{base_rule(rule)}` was right in {right} of {n} pairs, in {good} of "
-                f"{len(repos)} repositories" if n else f"`{base_rule(rule)}` is not measured yet")
+        text = (f"right in {right} of {n} pairs, in {good} of {len(repos)} repositories" if n
+                else "not measured yet")
         if base_rule(rule) in self.seen:
             here, judged = self.seen[base_rule(rule)]
             text += f"; here people confirmed {here} of {judged}"
-        named = [(k, w) for k, w in self.contributions(profile, state) if k != "live"][:3]
-        if named:
-            text += "; " + ", ".join(f"{k.replace('_', ' ')} {'+' if w > 0 else '-'}"
-                                     for k, w in named)
+        named = [(k, w) for k, w in self.contributions(profile, state) if k != "live"]
+        for sign, words in ((1, "surer for"), (-1, "less sure for")):
+            said = [SAID.get(k, k.replace("_", " ")) for k, w in named if w * sign > 0][:3]
+            if said:
+                text += f"; {words}: {', '.join(said)}"
         return text
 
     @property

@@ -39,6 +39,22 @@ SIGNALS = (
     "question",  # the comment asks a question rather than requesting a change
 )
 
+#: each signal as a reviewer would say it (``tracker.calibration.explain``)
+SAID = {
+    "anchored": "a comment on lines of code",
+    "file_changed": "its file edited",
+    "anchor_changed": "its lines rewritten",
+    "near_changed": "an edit next to its lines",
+    "names_code": "it names code of the PR",
+    "named_changed": "what it names edited",
+    "other_files": "other files edited",
+    "tests_changed": "test files edited",
+    "said_fixed": "the author said it is done",
+    "reviewer_objects": "a reviewer objected",
+    "message_matches": "a commit message echoes it",
+    "question": "it asks a question",
+}
+
 _QUESTION = re.compile(r"[?？]")
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 MESSAGE_WORDS = 2  # content words a commit message must share with the comment

@@ -20,6 +20,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from tracker import calibration
 from tracker import keys as defect_keys
 from tracker.calibration import unsure_label
 from tracker.models import MCR_TYPES, severity_rank
@@ -87,6 +88,7 @@ class Change:
     decided_by: str = "rule"
     confidence: float | None = None
     hedged: bool = False  # a Resolved the reviewer is asked to confirm
+    why: str = ""  # where the confidence comes from (``tracker.calibration.explain``)
 
 
 @dataclass
@@ -252,6 +254,14 @@ def _this_round(changes: list[Change], new: list[Row], d: _Detail) -> list[str]:
     return out + [""]
 
 
+def _sureness_of(decision) -> str:
+    """For a rule's decision: the rule's record and the round's signals that made it as sure
+    as it is; nothing for a person's or a verifier's."""
+    if str(decision.decided_by) != "rule" or not decision.profile:
+        return ""
+    return calibration.current().explain(decision.rule, decision.profile, decision.state)
+
+
 def _why(changes: list[Change]) -> list[str]:
     """The tracker's rule behind each change and how sure it was, folded: for the curious and
     for bug reports, not for reading the round."""
@@ -260,7 +270,8 @@ def _why(changes: list[Change]) -> list[str]:
     out = ["<details>", "<summary>Why: the tracker's rules</summary>", ""]
     for c in changes:
         sure = "" if c.confidence is None else f", {round(100 * c.confidence)}% likely right"
-        out.append(f"- {c.key}: `{c.rule}` ({_WHO.get(c.decided_by, c.decided_by)}{sure})")
+        why = f": {c.why}" if c.why else ""
+        out.append(f"- {c.key}: `{c.rule}` ({_WHO.get(c.decided_by, c.decided_by)}{sure}){why}")
     return out + ["", "</details>", ""]
 
 
@@ -500,7 +511,7 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
             if str(decision.state) != row.state:
                 changes.append(Change(d.key, row.state, str(decision.state), decision.rule,
                                       decision.evidence, str(decision.decided_by),
-                                      decision.confidence))
+                                      decision.confidence, why=_sureness_of(decision)))
                 row.state, row.last_change = str(decision.state), number
             row.confidence = decision.confidence
             if decision.path and decision.line_start:
