@@ -59,6 +59,10 @@ OWN_SETTINGS: dict[str, tuple[str, str]] = {
                      "unset"),
     "ROUNDWISE_CHECK_MODEL": ("at start-up, make one tiny call to the model (1 = on)", "0"),
     "ROUNDWISE_LOG_FORMAT": ("server log lines: text, or json (one object a line)", "text"),
+    "ROUNDWISE_METRICS_TOKEN": (("`GET /metrics` answers only a scrape that sends "
+                                 "`Authorization: Bearer TOKEN` (its labels name repositories); "
+                                 "unset, only a scraper on the loopback address is answered"),
+                                "unset: loopback scrapes only"),
     **DASHBOARD_SETTINGS,  # the dashboard under /dashboard (bot.config.dashboard)
 }
 

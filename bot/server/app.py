@@ -15,7 +15,10 @@ it stops the workers and closes everything. ``serve`` reads ``.env``, runs the s
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import logging
+import os
 import sys
 from dataclasses import dataclass
 
@@ -78,7 +81,31 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "queue": depth})
 
 
+def metrics_refusal(request: web.Request) -> web.Response | None:
+    """Why a scrape of ``/metrics`` is refused, or None: its labels name (private)
+    repositories, so it answers a Bearer ``ROUNDWISE_METRICS_TOKEN`` (compared in constant
+    time) or, with none set, a scraper on the loopback address only, as exporters commonly do."""
+    token = os.environ.get("ROUNDWISE_METRICS_TOKEN") or ""
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            return None
+        return web.Response(status=401, text="a Bearer token is needed\n",
+                            headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+    try:
+        loopback = ipaddress.ip_address((request.remote or "").split("%")[0]).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    return web.Response(status=403, text="metrics are served to loopback only; set "
+                                         "ROUNDWISE_METRICS_TOKEN to scrape from elsewhere\n")
+
+
 async def metrics_view(request: web.Request) -> web.Response:
+    refused = metrics_refusal(request)
+    if refused is not None:
+        return refused
     state: State = request.app[STATE]
     metrics.QUEUE_DEPTH.set(await state.queue.call(state.queue.depth))
     return web.Response(body=metrics.render(), content_type="text/plain", charset="utf-8")
