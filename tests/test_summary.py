@@ -216,3 +216,15 @@ def test_the_pr_at_a_glance_groups_files_by_directory_with_lines_and_defects():
     assert table[1:] == [["`app/`", "`core.py`", "+2", "−1", "D1"],
                          ["`docs/`", "`new.md`", "+2", "−0", "—"]]
     assert this_push(stats[:1]) == ["**This push** changed 1 file: `app/core.py` (+2 −1).", ""]
+
+
+def test_a_file_name_with_backticks_and_html_stays_inside_its_code_span():
+    from markdown_it import MarkdownIt
+
+    from bot.pr.overview import FileStat, glance, this_push
+
+    name = "src/a`<b>bold</b>`|x.py"
+    md = MarkdownIt("commonmark").enable("table")
+    for lines in (glance([FileStat(name, 1, 0)], []), this_push([FileStat(name, 1, 0)])):
+        html = md.render("\n".join(lines))
+        assert "<b>" not in html and "&lt;b&gt;" in html  # no markup escapes the span

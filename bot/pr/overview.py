@@ -8,6 +8,7 @@ computed from the diffs the round already read (``diffstat``), with no model and
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -57,6 +58,18 @@ def diffstat(diff: str) -> list[FileStat]:
     return out
 
 
+def code_span(text: str, in_table: bool = False) -> str:
+    """``text`` (a file name from the pull request: untrusted) as one Markdown code span,
+    whatever backticks, pipes or line breaks it holds: the fence is longer than any run of
+    backticks inside, and a table cell's pipes are escaped."""
+    text = re.sub(r"[\r\n]+", " ", text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest else ""
+    out = f"{fence}{pad}{text}{pad}{fence}"
+    return out.replace("|", "\\|") if in_table else out
+
+
 def _defects_by_path(rows) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for r in rows:
@@ -80,10 +93,11 @@ def glance(stats: list[FileStat], rows) -> list[str]:
     for s in shown[:MAX_FILES]:
         folder = str(PurePosixPath(s.path).parent)
         folder = "(top)" if folder == "." else folder + "/"
-        cell = f"`{folder}`" if folder != previous else ""
+        cell = code_span(folder, in_table=True) if folder != previous else ""
         previous = folder
         keys = ", ".join(defects.get(s.path, [])) or "—"
-        out.append(f"| {cell} | `{PurePosixPath(s.path).name}` | +{s.added} | −{s.removed} | "
+        out.append(f"| {cell} | {code_span(PurePosixPath(s.path).name, in_table=True)} | "
+                   f"+{s.added} | −{s.removed} | "
                    f"{keys} |")
     if len(shown) > MAX_FILES:
         rest = shown[MAX_FILES:]
@@ -96,7 +110,7 @@ def this_push(stats: list[FileStat]) -> list[str]:
     """Markdown: one line saying what this push changed."""
     if not stats:
         return ["**This push** changed no file under review.", ""]
-    parts = [f"`{s.path}` (+{s.added} −{s.removed})" for s in stats[:8]]
+    parts = [f"{code_span(s.path)} (+{s.added} −{s.removed})" for s in stats[:8]]
     more = f" and {len(stats) - 8} more" if len(stats) > 8 else ""
     line = (f"**This push** changed {len(stats)} file{'s' * (len(stats) != 1)}: "
             f"{', '.join(parts)}{more}.")
