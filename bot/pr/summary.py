@@ -254,12 +254,13 @@ def _this_round(changes: list[Change], new: list[Row], d: _Detail) -> list[str]:
     return out + [""]
 
 
-def _sureness_of(decision) -> str:
-    """For a rule's decision: the rule's record and the round's signals that made it as sure
-    as it is; nothing for a person's or a verifier's."""
-    if str(decision.decided_by) != "rule" or not decision.profile:
+def _sureness_of(rule: str, decided_by: str) -> str:
+    """For a rule's decision: the rule's record across repositories, which made it as sure as
+    it is; nothing for a person's or a verifier's. Read from the rule alone, so a summary
+    rendered again from the ledger's history says the same as the round's own."""
+    if str(decided_by) != "rule":
         return ""
-    return calibration.current().explain(decision.rule, decision.profile, decision.state)
+    return calibration.current().explain(rule)
 
 
 def _why(changes: list[Change]) -> list[str]:
@@ -511,7 +512,8 @@ def gather(store, pr_id: int, number: int, plan) -> tuple[list[Row], list[Change
             if str(decision.state) != row.state:
                 changes.append(Change(d.key, row.state, str(decision.state), decision.rule,
                                       decision.evidence, str(decision.decided_by),
-                                      decision.confidence, why=_sureness_of(decision)))
+                                      decision.confidence,
+                                      why=_sureness_of(decision.rule, decision.decided_by)))
                 row.state, row.last_change = str(decision.state), number
             row.confidence = decision.confidence
             if decision.path and decision.line_start:
@@ -558,7 +560,8 @@ def _recorded_change(store, pr_id: int, key: str, number: int,
     return Change(key, before, last["state"], last["rule"], last["evidence"] or "",
                   last["decided_by"] or "rule",
                   None if (last["decided_by"] or "rule") == "human" else
-                  sureness.get((key, last["state"])))
+                  sureness.get((key, last["state"])),
+                  why=_sureness_of(last["rule"], last["decided_by"] or "rule"))
 
 
 def notes_to_show(store, pr_id: int, number: int, notes: list[str], rows: list[Row]) -> list[str]:
