@@ -13,7 +13,7 @@ from tracker.models import Defect
 OLD = {
     "scrapy/middleware/stats.py": "import os\nfrom x import unused\n\n\ndef f():\n    return 1\n",
     "src/quota.js": "const a = 1;\nconsole.log(a);\nexport default a;\n",
-    "tests/test_stats.py": "def test_f():\n    assert True is not False\n",
+    "tests/test_stats.py": "def test_f():\n    assert f() == 1\n",
 }
 
 
@@ -65,7 +65,7 @@ def test_a_remark_naming_files_without_lines_follows_those_files(monkeypatch):
     changed = dict(OLD, **{"src/quota.js": "const a = 1;\nexport default a;\n"})
     ruled = decide(remark(body), changed)
     assert (ruled.state, ruled.rule) == (State.RESOLVED, "remark-file-changed")
-    elsewhere = dict(OLD, **{"tests/test_stats.py": "def test_f():\n    assert 1\n"})
+    elsewhere = dict(OLD, **{"tests/test_stats.py": "def test_f():\n    assert f() == 2\n"})
     ruled = decide(remark(body), elsewhere)
     assert (ruled.state, ruled.rule) == (State.OPEN, "remark-file-unchanged")
     monkeypatch.setitem(rules.SWITCHES, "remark_located", False)
