@@ -451,3 +451,32 @@ async def test_the_app_key_is_parsed_once_and_tokens_are_signed_off_the_loop(mon
     assert fake.token_issuances == 3 and len(signers) == 3
     assert len(loads) == 1
     assert threading.main_thread() not in signers
+
+
+async def test_the_server_parses_the_app_key_before_it_listens(tmp_path, monkeypatch):
+    """cryptography holds the GIL while it checks an RSA key (tens of milliseconds): parsed
+    at the first round, even in a worker thread, it stalled the loop then. The server parses
+    it while starting, so the first delivery finds it ready."""
+    import threading
+
+    from cryptography.hazmat.primitives import serialization
+
+    from bot.github import client as client_module
+
+    delivered = threading.Event()
+    loads: list[bool] = []
+    real_load = serialization.load_pem_private_key
+
+    def counted_load(data, *args, **kwargs):
+        loads.append(delivered.is_set())
+        return real_load(data, *args, **kwargs)
+
+    monkeypatch.setattr(client_module, "load_pem_private_key", counted_load)
+    async with running_bot(tmp_path) as bot:
+        assert loads == [False]  # parsed once, before any delivery
+        open_pr(bot.fake)
+        delivered.set()
+        await bot.pull_request("opened")
+        await bot.idle()
+        assert [r["status"] for r in bot.rounds()] == ["complete"]
+    assert loads == [False]

@@ -62,6 +62,29 @@ async def test_a_400_file_pr_has_all_its_files_reviewed(tmp_path):
         assert "not reviewed" not in summary and "not reviewed" not in check["output"]["title"]
 
 
+async def test_the_files_pages_are_decoded_off_the_event_loop(tmp_path, monkeypatch):
+    """A page of 100 patches is megabytes of JSON; ``json`` holds the thread that decodes
+    it, so a page decoded on the loop held every delivery and ``/healthz`` meanwhile."""
+    import threading
+
+    from gidgethub import sansio
+
+    real = sansio.decipher_response
+    decoded_on: list[str] = []
+
+    def watched(status, headers, body):
+        if b'"filename"' in body[:4096]:
+            decoded_on.append(threading.current_thread().name)
+        return real(status, headers, body)
+
+    monkeypatch.setattr(sansio, "decipher_response", watched)
+    async with running_bot(tmp_path) as bot:
+        setup_pr(bot.fake, {**padding(299), REAL: REAL_TEXT, "src/zz_other.py": CLEAN})
+        await review(bot)
+    assert len(decoded_on) == 4, decoded_on  # 301 files, 100 a page
+    assert threading.main_thread().name not in decoded_on
+
+
 async def test_padding_past_the_cap_never_passes_fail_on(tmp_path):
     """300 one-line files before the real one push it past a 300-file cap: the check is not
     ``success`` but ``action_required``, naming the real file; alone, the file fails it."""

@@ -59,10 +59,11 @@ SMALL, BIG, TALK = 1, 2, 3  # pull request numbers
 class Watchdog:
     """With ``--explain``: a thread that looks at the loop's thread every 2 ms and, while
     the probe has not ticked for 30 ms, notes where the loop thread is (its innermost frames
-    in roundwise's or aiohttp's code), counting the looks per place: where a stall sits. A
-    garbage collection of 10 ms or more is noted as a place of its own. A stall with few looks
-    was not the loop's code: the process waited for the GIL (a long C call in another thread)
-    or for a core."""
+    in roundwise's or aiohttp's code) and where each other busy thread is (marked ``[other
+    thread]``), counting the looks per place: where a stall sits. A garbage collection of
+    10 ms or more is noted as a place of its own. A stall with few looks was not the loop's
+    code: the process waited for the GIL (a long C call in another thread, which holds this
+    watchdog too: the other thread's place just before or after names it) or for a core."""
 
     def __init__(self, loop_thread: int):
         import gc
@@ -78,20 +79,26 @@ class Watchdog:
         self._thread.start()
 
     def _watch(self) -> None:
+        import threading
         import traceback
 
         while not self._stop.wait(0.002):
             if time.monotonic() - self.tick < 0.03:
                 continue
-            frame = sys._current_frames().get(self.loop_thread)
-            if frame is None:
-                continue
-            stack = traceback.extract_stack(frame)
-            ours = [f for f in stack if "/bot/" in f.filename or "/tracker/" in f.filename
-                    or "site-packages" in f.filename][-3:] or stack[-3:]
-            place = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
-                               for f in reversed(ours))
-            self.seen[place] = self.seen.get(place, 0) + 1
+            frames = sys._current_frames()
+            for thread, frame in frames.items():
+                if thread == threading.get_ident():
+                    continue
+                stack = traceback.extract_stack(frame)
+                ours = [f for f in stack if "/bot/" in f.filename or "/tracker/" in f.filename
+                        or "site-packages" in f.filename][-3:] or stack[-3:]
+                place = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
+                                   for f in reversed(ours))
+                if thread != self.loop_thread:
+                    if "wait" in place or "_worker" in place and "queue" in place:
+                        continue
+                    place = "[other thread] " + place
+                self.seen[place] = self.seen.get(place, 0) + 1
 
     def _collected(self, phase: str, info: dict) -> None:
         """Garbage collections hold every thread: the long ones are noted as a place."""

@@ -252,6 +252,16 @@ class GitHubApp:
         """``jwt()`` made in a worker thread: parsing the key and signing never hold the loop."""
         return await asyncio.to_thread(self.jwt)
 
+    async def load_key(self) -> None:
+        """Parse the App's key now, in a worker thread: ``cryptography`` holds the GIL while
+        it checks an RSA key (about 45 ms), so parsing it at the first round stalled the loop
+        through the other thread; at start nothing is waiting yet. A key that cannot be
+        parsed fails where it always did, at the first token."""
+        try:
+            await asyncio.to_thread(self._key)
+        except (ValueError, TypeError):
+            pass
+
     def _key(self) -> Any:
         """The App's private key as cryptography's object, parsed from the PEM once."""
         with self._key_lock:

@@ -13,6 +13,7 @@ one call with the client's retries.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from gidgethub import sansio
@@ -38,8 +39,12 @@ async def file_pages(client: RepoClient, number: int) -> AsyncIterator[list[dict
         async def get(url: str = url) -> tuple[object, str | None]:
             token = await client.app.installation_token(client.installation_id)
             api = client.app._api(token)
-            data, more, _status = await api._make_request(
-                "GET", url, {}, b"", sansio.accept_format())
+            headers = sansio.create_headers(api.requester, accept=sansio.accept_format(),
+                                            oauth_token=token)
+            answer = await api._request(
+                "GET", sansio.format_url(url, {}, base_url=api.base_url), headers, b"")
+            # a page of 100 patches is megabytes of JSON: decoded off the loop
+            data, _limit, more = await asyncio.to_thread(sansio.decipher_response, *answer)
             return data, more
 
         page, url = await client.app._with_retries("GET", url, get,

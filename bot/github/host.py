@@ -110,6 +110,7 @@ class GitHubService:
         if self.config.app_id:
             state.github = GitHubApp(session, self.config.app_id, self.config.private_key,
                                      self.config.api_url, retry=retry)
+            await state.github.load_key()
         self.github = state.github
 
     def owns(self, job: Any) -> bool:
