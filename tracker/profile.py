@@ -21,7 +21,7 @@ from .anchors import Status
 from .diffindex import changed_tokens
 from .models import SignalKind
 from .paths import is_test_path
-from .scope import tokens
+from .scope import file_tokens
 
 #: every signal, in the order the model and the summary list them
 SIGNALS = (
@@ -74,8 +74,9 @@ def read_profile(case) -> dict[str, bool]:
     named = case.subject.named
     if anchored:
         path = case.path or ""
-        before = tokens(case.old_text) if case.old_text else Counter()
-        after = tokens(case.new_text) if case.new_text else Counter()
+        # whole files: counted once per text for every defect in them (``file_tokens``)
+        before = file_tokens(case.old_text) if case.old_text else Counter()
+        after = file_tokens(case.new_text) if case.new_text else Counter()
         names_code = any(before.get(n) for n in named)
         named_changed = any(before.get(n, 0) != after.get(n, 0) for n in named)
         file_changed = bool(case.changed)
@@ -85,7 +86,7 @@ def read_profile(case) -> dict[str, bool]:
     else:
         changed = changed_tokens(case.diff)
         names_code = bool(named) and any(
-            n in tokens(text) for text in case.files.values() if text for n in named)
+            n in file_tokens(text) for text in case.files.values() if text for n in named)
         named_changed = any(changed.get(n) for n in named)
         file_changed = anchor_changed = near = False
         others = bool(touched)
