@@ -114,6 +114,14 @@ BLOCKED = """
     and (status = 'running' or (status = 'queued' and id < %s)) limit 1
 """
 
+#: CLAIM's candidates, each with ``got``: whether this transaction now holds its PR's
+#: advisory lock (no PR: always); in one round trip, where a lock each was one more
+CLAIM_LOCKED = f"""
+    select c.*, (c.number is null or pg_try_advisory_xact_lock(hashtext(c.repo), c.number))
+        as got
+    from ({CLAIM}) c order by c.id
+"""
+
 #: a candidate taken (marked running) unless its PR blocks it (BLOCKED) or, for a round, a
 #: newer queued round supersedes it; no row back: not taken (the caller looks which)
 TAKE = """
@@ -133,12 +141,18 @@ TAKE = """
 
 
 def connection_pool(conninfo: str, schema: str | None, max_size: int,
-                    name: str) -> ConnectionPool:
+                    name: str, generic_plans: bool = False) -> ConnectionPool:
     """An open pool of autocommit connections giving dict rows, their search path ``schema``
-    when given: the queue's, and the ledger's (``bot.store.ledger_postgres``)."""
+    when given: the queue's, and the ledger's (``bot.store.ledger_postgres``).
+    ``generic_plans``: a statement psycopg prepares (from its sixth run on a connection) is
+    planned once, not at every run (``plan_cache_mode``): the queue's claim and take are
+    planned in 1-5 ms and run in 0.2 ms, and their plans do not depend on the values."""
     kwargs: dict = {"autocommit": True, "row_factory": dict_row}
-    if schema:
-        kwargs["options"] = f"-c search_path={schema}"
+    options = [f"-c search_path={schema}"] if schema else []
+    if generic_plans:
+        options.append("-c plan_cache_mode=force_generic_plan")
+    if options:
+        kwargs["options"] = " ".join(options)
     return ConnectionPool(conninfo, kwargs=kwargs, min_size=1, max_size=max_size, open=True,
                           name=name)
 
@@ -170,7 +184,8 @@ class PostgresQueueStore:
     threaded = True
 
     def __init__(self, conninfo: str, *, schema: str | None = None, max_size: int = 8):
-        self.pool = connection_pool(conninfo, schema, max_size, "roundwise-queue")
+        self.pool = connection_pool(conninfo, schema, max_size, "roundwise-queue",
+                                    generic_plans=True)
         self.migrated = migrate(self.pool, schema)
 
     def close(self) -> None:
@@ -260,12 +275,11 @@ class PostgresQueueStore:
                 if outcome != "skipped":
                     return outcome
 
-    def _claim_once(self, conn, owner: str, stamp: float, lease: float):
-        candidates = conn.execute(CLAIM, [stamp, BATCH]).fetchall()
+    def _claim_once(self, conn, owner: str, stamp: float, lease: float, candidates=None):
+        if candidates is None:
+            candidates = conn.execute(CLAIM_LOCKED, [stamp, BATCH]).fetchall()
         for job in candidates:
-            if job["number"] is not None and not conn.execute(
-                    "select pg_try_advisory_xact_lock(hashtext(%s), %s) as got",
-                    [job["repo"], job["number"]]).fetchone()["got"]:
+            if not job.pop("got"):
                 continue  # another claimer is deciding this PR's next job
             # the usual case in one statement: take the job if, at a fresh look now that the
             # PR's lock is held, nothing of its PR runs or is older, and no newer round
@@ -301,8 +315,10 @@ class PostgresQueueStore:
                          stamp: float, lease: float = 600.0) -> Job | None:
         with self.pool.connection() as conn:
             with conn.transaction():
-                conn.execute(self._FINISH, [status, now(), error, job_id])
-                outcome = self._claim_once(conn, owner, stamp, lease)
+                with conn.pipeline():  # the finish and the candidates: one round trip
+                    conn.execute(self._FINISH, [status, now(), error, job_id])
+                    found = conn.execute(CLAIM_LOCKED, [stamp, BATCH])
+                outcome = self._claim_once(conn, owner, stamp, lease, found.fetchall())
             if outcome != "skipped":
                 return outcome
             while True:  # the finish is in: the rest of the claim as ``claim`` goes on
