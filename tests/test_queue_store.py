@@ -418,3 +418,24 @@ def test_postgresql_plans_the_queue_statements_once_per_connection(make):
     while (job := store.finish_and_claim(job.id, "done", None, "w", time.time(), 60)):
         done.append(job.id)  # past psycopg's fifth run: the prepared, generic plan
     assert done == jobs
+
+
+def test_a_batch_keeps_every_payload_and_field_exactly(make):
+    """A burst's columns go to PostgreSQL as binary arrays: quotes, backslashes, braces,
+    commas, NULs spelled as escapes, non-ASCII and big numbers come back as they went in."""
+    store = make()
+    tricky = {"t": 'a"b\\c {x,y} [1] ü \u2028 \\u0000 NULL', "k": [1, {"x": None}],
+              "big": 2 ** 62, "empty": "", "s": "NULL"}
+    batch = [(("d-1", "issue_comment", "created", "comment"),
+              {"repo": 'o/"r"', "number": 2 ** 31 - 1, "installation_id": 2 ** 40,
+               "payload": tricky, "head_sha": None}),
+             (("d-2", "push", None, "round"),
+              {"repo": None, "number": None, "installation_id": None, "payload": {},
+               "head_sha": "a" * 40})]
+    first, second = store.accept_many(batch)
+    one, two = store.job(first), store.job(second)
+    assert one.payload == tricky and (one.repo, one.number, one.installation_id) == (
+        'o/"r"', 2 ** 31 - 1, 2 ** 40)
+    assert (two.payload, two.repo, two.number, two.head_sha) == ({}, None, None, "a" * 40)
+    assert store.delivery("d-2").action is None and store.delivery("d-1").event == \
+        "issue_comment"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import orjson
 import psycopg
 
 #: what a store raises when its database fails (a worker waits it out and tries again)
@@ -76,6 +77,12 @@ class Job:
                    _payload(row["payload"]), row["delivery_id"], row["head_sha"],
                    row["attempts"], row.get("status") or "queued", row.get("owner"),
                    row.get("error"))
+
+
+def payload_text(payload: dict | None) -> str:
+    """A job's payload as the JSON text both engines store: ``orjson``'s (compact, about a
+    tenth of ``json.dumps``' time on a pull request's fields, paid once per delivery)."""
+    return orjson.dumps(payload or {}, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _payload(value) -> dict:

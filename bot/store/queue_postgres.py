@@ -12,16 +12,16 @@ starting together cannot both migrate.
 
 from __future__ import annotations
 
-import json
 import time
 
+import orjson
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from tracker.ledger_base import now
 
-from .queue_base import FINISHED, Delivery, Installation, Job
+from .queue_base import FINISHED, Delivery, Installation, Job, payload_text
 
 #: advisory lock key held while migrating (any constant unique to roundwise)
 MIGRATE_LOCK = 0x726F756E64  # "round"
@@ -210,7 +210,7 @@ class PostgresQueueStore:
     def _enqueue(self, conn, kind, repo, number, installation_id, payload, delivery_id,
                  head_sha) -> int:
         return conn.execute(self._ENQUEUE, [delivery_id, kind, repo, number, installation_id,
-                                            head_sha, json.dumps(payload or {}), now()]
+                                            head_sha, payload_text(payload), now()]
                             ).fetchone()["id"]
 
     def enqueue(self, kind: str, *, repo=None, number=None, installation_id=None, payload=None,
@@ -232,11 +232,9 @@ class PostgresQueueStore:
     #: delivery gets none. The batch must not name one delivery twice (``accept_many``).
     _ACCEPT_MANY = """
         with given as (
-            select * from unnest(%(delivery)s::text[], %(event)s::text[], %(action)s::text[],
-                                 %(kind)s::text[], %(repo)s::text[], %(number)s::integer[],
-                                 %(installation)s::bigint[], %(head)s::text[],
-                                 %(payload)s::jsonb[])
-                as t(delivery, event, action, kind, repo, number, installation, head, payload)
+            select * from jsonb_to_recordset(%(batch)s::jsonb)
+                as t(delivery text, event text, action text, kind text, repo text,
+                     number integer, installation bigint, head text, payload jsonb)
         ), d as (
             insert into deliveries (id, event, action, repo, number, received_at, attempts)
             select delivery, event, action, repo, number, %(now)s, 1 from given
@@ -463,18 +461,16 @@ class PostgresQueueStore:
 
 
 def _columns(deliveries: list[tuple[tuple, dict]]) -> dict[str, object]:
-    """``accept_many``'s batch as the arrays ``_ACCEPT_MANY`` unnests, and the time."""
-    columns: dict[str, list] = {k: [] for k in ("delivery", "event", "action", "kind", "repo",
-                                                 "number", "installation", "head", "payload")}
-    for (delivery, event, action, kind), kw in deliveries:
-        for key, value in (("delivery", delivery), ("event", event), ("action", action),
-                           ("kind", kind), ("repo", kw.get("repo")),
-                           ("number", kw.get("number")),
-                           ("installation", kw.get("installation_id")),
-                           ("head", kw.get("head_sha")),
-                           ("payload", json.dumps(kw.get("payload") or {}))):
-            columns[key].append(value)
-    return {**columns, "now": now()}
+    """``accept_many``'s batch as the one JSON document ``_ACCEPT_MANY`` reads as rows, and
+    the time: ``orjson`` writes it in one call, where psycopg's dumping of nine arrays
+    element by element (escaping every quote of every payload in text form) was a quarter
+    of the intake's CPU in a burst."""
+    rows = [{"delivery": delivery, "event": event, "action": action, "kind": kind,
+             "repo": kw.get("repo"), "number": kw.get("number"),
+             "installation": kw.get("installation_id"), "head": kw.get("head_sha"),
+             "payload": kw.get("payload") or {}}
+            for (delivery, event, action, kind), kw in deliveries]
+    return {"batch": orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS).decode(), "now": now()}
 
 
 def _jobs_by_delivery(ids: list[str], rows: list[dict]) -> list[int | None]:

@@ -16,7 +16,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from .ledger_sqlite import Ledger, migration_lock, now
-from .queue_base import FINISHED, Delivery, Installation, Job
+from .queue_base import FINISHED, Delivery, Installation, Job, payload_text
 
 migrations = Migrations("roundwise-jobs")
 
@@ -120,7 +120,7 @@ class SqliteQueueStore:
             "payload, status, attempts, run_after, created_at) "
             "values (?, ?, ?, ?, ?, ?, ?, 'queued', 0, 0.0, ?)",
             [delivery_id, kind, repo, number, installation_id, head_sha,
-             json.dumps(payload or {}), now()]).lastrowid
+             payload_text(payload), now()]).lastrowid
 
     def accept(self, delivery_id, event, action, kind, *, repo=None, number=None,
                installation_id=None, payload=None, head_sha=None) -> int | None:
@@ -159,7 +159,7 @@ class SqliteQueueStore:
             "values (?, ?, ?, ?, ?, ?, ?, 'queued', 0, 0.0, ?) "
             "on conflict (delivery_id, kind) do nothing",
             [delivery_id, kind, repo, number, installation_id, head_sha,
-             json.dumps(payload or {}), stamp])
+             payload_text(payload), stamp])
         if cursor.rowcount:
             return cursor.lastrowid
         return self._enqueue(kind, repo, number, installation_id, payload, delivery_id,
