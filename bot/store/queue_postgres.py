@@ -273,20 +273,14 @@ class PostgresQueueStore:
                 if outcome != "skipped":
                     return outcome
 
-    def _claim_once(self, conn, owner: str, stamp: float, lease: float, candidates=None):
-        if candidates is None:
-            candidates = conn.execute(CLAIM_LOCKED, [stamp, BATCH]).fetchall()
-        for job in candidates:
+    def _claim_once(self, conn, owner: str, stamp: float, lease: float):
+        for job in conn.execute(CLAIM_LOCKED, [stamp, BATCH]).fetchall():
             if not job.pop("got"):
                 continue  # another claimer is deciding this PR's next job
             # the usual case in one statement: take the job if, at a fresh look now that the
             # PR's lock is held, nothing of its PR runs or is older, and no newer round
             # supersedes it
-            row = conn.execute(TAKE, {
-                "id": job["id"], "repo": job["repo"], "number": job["number"],
-                "owner": owner, "now": now(), "until": stamp + lease,
-                "round": job["kind"] == "round",
-                "force": bool((job["payload"] or {}).get("force"))}).fetchone()
+            row = conn.execute(TAKE, _take(job, owner, stamp, lease)).fetchone()
             if row is not None:
                 return Job.from_row(row)
             if conn.execute(BLOCKED, [job["repo"], job["number"], job["id"],
@@ -313,10 +307,8 @@ class PostgresQueueStore:
                          stamp: float, lease: float = 600.0) -> Job | None:
         with self.pool.connection() as conn:
             with conn.transaction():
-                with conn.pipeline():  # the finish and the candidates: one round trip
-                    conn.execute(self._FINISH, [status, now(), error, job_id])
-                    found = conn.execute(CLAIM_LOCKED, [stamp, BATCH])
-                outcome = self._claim_once(conn, owner, stamp, lease, found.fetchall())
+                conn.execute(self._FINISH, [status, now(), error, job_id])
+                outcome = self._claim_once(conn, owner, stamp, lease)
             if outcome != "skipped":
                 return outcome
             while True:  # the finish is in: the rest of the claim as ``claim`` goes on
@@ -458,6 +450,13 @@ class PostgresQueueStore:
                 "and not exists (select 1 from jobs j where j.delivery_id = d.id)",
                 [before]).rowcount
         return {"jobs": jobs, "deliveries": deliveries}
+
+
+def _take(job: dict, owner: str, stamp: float, lease: float) -> dict:
+    """TAKE's parameters for candidate ``job``."""
+    return {"id": job["id"], "repo": job["repo"], "number": job["number"], "owner": owner,
+            "now": now(), "until": stamp + lease, "round": job["kind"] == "round",
+            "force": bool((job["payload"] or {}).get("force"))}
 
 
 def _columns(deliveries: list[tuple[tuple, dict]]) -> dict[str, object]:
