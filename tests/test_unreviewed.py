@@ -67,17 +67,16 @@ async def test_the_files_pages_are_decoded_off_the_event_loop(tmp_path, monkeypa
     it, so a page decoded on the loop held every delivery and ``/healthz`` meanwhile."""
     import threading
 
-    from gidgethub import sansio
+    from bot.github import files
 
-    real = sansio.decipher_response
+    real = files._page
     decoded_on: list[str] = []
 
     def watched(status, headers, body):
-        if b'"filename"' in body[:4096]:
-            decoded_on.append(threading.current_thread().name)
+        decoded_on.append(threading.current_thread().name)
         return real(status, headers, body)
 
-    monkeypatch.setattr(sansio, "decipher_response", watched)
+    monkeypatch.setattr(files, "_page", watched)
     async with running_bot(tmp_path) as bot:
         setup_pr(bot.fake, {**padding(299), REAL: REAL_TEXT, "src/zz_other.py": CLEAN})
         await review(bot)

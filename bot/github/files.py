@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import orjson
 from gidgethub import sansio
 
 from ..forge.coverage import BINARY, CAPS, NO_PATCH, ListedDiff, Unreviewed
@@ -43,14 +44,24 @@ async def file_pages(client: RepoClient, number: int) -> AsyncIterator[list[dict
                                             oauth_token=token)
             answer = await api._request(
                 "GET", sansio.format_url(url, {}, base_url=api.base_url), headers, b"")
-            # a page of 100 patches is megabytes of JSON: decoded off the loop
-            data, _limit, more = await asyncio.to_thread(sansio.decipher_response, *answer)
-            return data, more
+            return await asyncio.to_thread(_page, *answer)
 
         page, url = await client.app._with_retries("GET", url, get,
                                                    installation_id=client.installation_id)
         yield [entry for entry in page if isinstance(entry, dict)] \
             if isinstance(page, list) else []
+
+
+def _page(status: int, headers, body: bytes) -> tuple[object, str | None]:
+    """One answer of the files list: its entries and the next page's URL. Called in a
+    worker thread: a page of 100 patches is megabytes of JSON, and a decoder holds the GIL
+    (so the loop) while it runs: ``orjson``, about three times ``json``'s pace. gidgethub
+    reads the status, rate limit and Link header (and raises for an error answer)."""
+    if status != 200:
+        data, _limit, more = sansio.decipher_response(status, headers, body)
+        return data, more
+    _none, _limit, more = sansio.decipher_response(status, headers, b"")
+    return orjson.loads(body), more
 
 
 def _why_no_patch(entry: dict) -> str | None:
