@@ -86,28 +86,20 @@ def cmd_dashboard(args) -> int:
 
 
 async def _run(app, host: str, port: int) -> int:
-    import signal
-
     from aiohttp import web
+
+    from ..server.serving import listening, until_stopped
 
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
-        try:
-            await site.start()
-        except OSError as exc:
-            print(f"roundwise dashboard: cannot listen on {host}:{port} "
-                  f"({exc.strerror or exc}); choose another --port or --host", file=sys.stderr)
+        bound = await listening(runner, host, port, "roundwise dashboard: cannot listen on "
+                                "{where} ({why}); choose another --port or --host")
+        if bound is None:
             return 2
-        bound = runner.addresses[0]
-        print(f"roundwise dashboard on http://{host}:{bound[1]}/dashboard (read-only)",
+        print(f"roundwise dashboard on http://{host}:{bound}/dashboard (read-only)",
               flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        await until_stopped()
     finally:
         await runner.cleanup()
     return 0

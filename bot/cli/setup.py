@@ -27,6 +27,7 @@ from aiohttp import web
 
 from ..config.env import DEFAULT_API_URL
 from ..config.envfile import write_env
+from ..server.serving import listening
 
 __all__ = ["DEFAULT_MANIFEST", "SetupError", "add_commands", "build_manifest", "run_setup"]
 
@@ -196,14 +197,11 @@ async def run_setup(flow: ManifestFlow, host: str = "127.0.0.1", port: int = 300
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
-        try:
-            await site.start()
-        except OSError as exc:
-            print(f"roundwise setup: cannot listen on {host}:{port} ({exc.strerror or exc}); "
-                  "choose another --port", file=sys.stderr)
+        bound = await listening(runner, host, port, "roundwise setup: cannot listen on {where} "
+                                "({why}); choose another --port")
+        if bound is None:
             return 2
-        flow.local_url = f"http://{host}:{runner.addresses[0][1]}"
+        flow.local_url = f"http://{host}:{bound}"
         announce(f"Open {flow.local_url}/ in a browser signed in to GitHub and press the "
                  "button; waiting for GitHub to send you back (Ctrl-C to stop).")
         await flow.done.wait()

@@ -270,29 +270,19 @@ def serve(host: str = "127.0.0.1", port: int = 8080, env_file: str | None = None
 
 async def _run(config: Config, host: str, port: int) -> int:
     """Serve until SIGINT or SIGTERM; logs the ready line once listening (port 0: any)."""
-    import signal
-
-    from .serving import GuardedRunner
+    from .serving import GuardedRunner, listening, until_stopped
     from .startup import ready_line
 
     # bot.server.serving: connection limits
     runner = GuardedRunner(create_app(config, listen_host=host))
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
-        try:
-            await site.start()
-        except OSError as exc:
-            print(f"roundwise cannot start:\n  - cannot listen on {host}:{port} "
-                  f"({exc.strerror or exc}); choose another --port or --host", file=sys.stderr)
+        bound = await listening(runner, host, port, "roundwise cannot start:\n  - cannot "
+                                "listen on {where} ({why}); choose another --port or --host")
+        if bound is None:
             return 2
-        bound = runner.addresses[0]
-        log.info(ready_line(config, host, bound[1]))
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        log.info(ready_line(config, host, bound))
+        await until_stopped()
         log.info("roundwise stopping")
     finally:
         await runner.cleanup()

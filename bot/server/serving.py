@@ -19,6 +19,7 @@ import asyncio
 import gc
 import logging
 import signal
+import sys
 import time
 
 from aiohttp import web
@@ -27,7 +28,8 @@ from aiohttp.web_server import Server
 from ..forge.unverified import oldest_reading
 from .disconnects import install_stranger_faults
 
-__all__ = ["GC_THRESHOLDS", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "GuardedRunner", "settle_heap"]
+__all__ = ["GC_THRESHOLDS", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "GuardedRunner", "listening",
+           "settle_heap", "until_stopped"]
 
 log = logging.getLogger(__name__)
 
@@ -118,3 +120,24 @@ async def serve_app(app: web.Application, host: str, port: int) -> None:
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+async def listening(runner: web.AppRunner, host: str, port: int, cannot: str) -> int | None:
+    """``runner`` (set up) listening on ``host:port``: the port it bound (port 0: any free
+    one), or None once ``cannot`` is printed on stderr, formatted with ``where`` (host:port)
+    and ``why`` (the system's reason). ``serve``, ``dashboard`` and ``setup`` listen so."""
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        print(cannot.format(where=f"{host}:{port}", why=exc.strerror or exc), file=sys.stderr)
+        return None
+    return runner.addresses[0][1]
+
+
+async def until_stopped() -> None:
+    """Wait for SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
