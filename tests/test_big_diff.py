@@ -199,6 +199,19 @@ def test_a_round_over_more_files_than_a_cache_holds_reads_each_file_once(tmp_pat
     assert marginal[120] < 1.3 * marginal[30], marginal
 
 
+def test_a_defect_costs_the_same_however_many_files_the_round_touches(tmp_path):
+    """The same defects in one file, and the round touching 10 or 40 files: what a defect
+    asks about the round's paths (other files edited, test files edited) is worked out once
+    per diff, not once per defect and path."""
+    marginal = {}
+    for count in (10, 40):
+        rounds = [many_files(count, 30, r) for r in (0, 1)]
+        one = {"pkg/m0.py": rounds[0]["pkg/m0.py"]}
+        marginal[count] = per_defect(rounds, lambda n, f=one: round_robin(f, n),
+                                     tmp_path / str(count), 4, 8)
+    assert marginal[40] < 1.05 * marginal[10], marginal
+
+
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):
     """What a round worked out about its texts does not outlive it: the small cache used
     between rounds is not filled by deciding one."""

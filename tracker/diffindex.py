@@ -19,9 +19,11 @@ from collections import Counter
 from collections.abc import Container
 
 from .anchors import DiffMap, normalise, normalised_lines
+from .paths import is_test_path
 from .scope import token_set, tokens
 
-__all__ = ["FileChanges", "changed_tokens", "changes", "files_holding"]
+__all__ = ["FileChanges", "changed_tokens", "changes", "files_holding", "touched_paths",
+           "touches_tests"]
 
 
 class FileChanges:
@@ -126,6 +128,8 @@ class _DiffIndex:
     def __init__(self):
         self.files: dict[str, FileChanges] = {}
         self.changed: Counter | None = None
+        self.touched: frozenset[str] | None = None
+        self.tests: bool | None = None
         # for one ``files`` map: normalised line -> the paths (sorted) adding lines that hold it
         self.holding: tuple[dict, dict[str, list[str]]] | None = None
 
@@ -149,6 +153,22 @@ def changes(diff: DiffMap, path: str) -> FileChanges:
     if found is None:
         found = index.files[path] = FileChanges(diff.added_lines(path))
     return found
+
+
+def touched_paths(diff: DiffMap) -> frozenset[str]:
+    """``diff.touched_paths()``, worked out once per diff."""
+    index = _index(diff)
+    if index.touched is None:
+        index.touched = frozenset(diff.touched_paths())
+    return index.touched
+
+
+def touches_tests(diff: DiffMap) -> bool:
+    """Whether ``diff`` touches a test file (``paths.is_test_path``), worked out once per diff."""
+    index = _index(diff)
+    if index.tests is None:
+        index.tests = any(is_test_path(p) for p in touched_paths(diff))
+    return index.tests
 
 
 def changed_tokens(diff: DiffMap) -> Counter:

@@ -18,9 +18,8 @@ import re
 from collections import Counter
 
 from .anchors import Status
-from .diffindex import changed_tokens
+from .diffindex import changed_tokens, touched_paths, touches_tests
 from .models import SignalKind
-from .paths import is_test_path
 from .scope import file_tokens
 
 #: every signal, in the order the model and the summary list them
@@ -69,7 +68,7 @@ def read_profile(case) -> dict[str, bool]:
     """The signals of one ``tracker.rules.Case`` (a live defect at one round)."""
     d = case.defect
     m = case.mapped
-    touched = set(case.diff.touched_paths())
+    touched = touched_paths(case.diff)
     anchored = m is not None
     named = case.subject.named
     if anchored:
@@ -101,7 +100,7 @@ def read_profile(case) -> dict[str, bool]:
         "names_code": names_code,
         "named_changed": named_changed,
         "other_files": others,
-        "tests_changed": any(is_test_path(p) for p in touched),
+        "tests_changed": touches_tests(case.diff),
         "said_fixed": bool(kinds & {SignalKind.AUTHOR_CLAIMS_FIXED, SignalKind.AUTHOR_PROMISES}),
         "reviewer_objects": bool(kinds & {SignalKind.REVIEWER_DISPUTES,
                                           SignalKind.REVIEWER_REPEATS}),
