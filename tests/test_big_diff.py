@@ -30,13 +30,14 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git f
 TRACKER = str(Path(__file__).resolve().parent.parent / "tracker")
 
 
-def traced_lines(work) -> int:
-    """How many lines of tracker/ code run while ``work()`` runs."""
+def traced_lines(work, where: str = TRACKER) -> int:
+    """How many lines of tracker/ code (of the files whose path starts with ``where``) run
+    while ``work()`` runs."""
     count = 0
 
     def tracer(frame, event, arg):
         nonlocal count
-        if not frame.f_code.co_filename.startswith(TRACKER):
+        if not frame.f_code.co_filename.startswith(where):
             return None
         if event == "line":
             count += 1
@@ -210,6 +211,34 @@ def test_a_defect_costs_the_same_however_many_files_the_round_touches(tmp_path):
         marginal[count] = per_defect(rounds, lambda n, f=one: round_robin(f, n),
                                      tmp_path / str(count), 4, 8)
     assert marginal[40] < 1.05 * marginal[10], marginal
+
+
+def alike(files: dict[str, str], n: int) -> list[tuple[Finding, str]]:
+    """``n`` defects saying the same about untouched lines next to edited ones (``many_files``
+    edits every third line) of one file."""
+    path = min(files)
+    lines = files[path].split("\n")
+    return [(Finding("`compute` may raise here", path, k, k), lines[k - 1])
+            for k in range(2, 3 * n + 2, 3)]
+
+
+def test_defects_alike_read_their_comment_and_calibrate_once(tmp_path):
+    """Defects with the same comment and the same evidence: the comment is read once, and
+    the calibration table's answer for a rule, answer and signals is worked out once, however
+    many defects share them."""
+    from tracker.subject import read_subject
+
+    rounds = [many_files(1, 120, r) for r in (0, 1)]
+    calibrating, reading = (
+        per_defect(rounds, lambda n, f=rounds[0]: alike(f, n), tmp_path / part, 5, 25,
+                   lambda work, part=part: traced_lines(work, f"{TRACKER}/{part}"))
+        for part in ("calibration.py", "subject.py"))
+    assert calibrating == 0
+    # what a defect runs in subject.py (matching the subject against its lines) is less
+    # than reading the comment once
+    once = traced_lines(lambda: read_subject.__wrapped__("`compute` may raise here"),
+                        f"{TRACKER}/subject.py")
+    assert 0 < reading < once / 2, (reading, once)
 
 
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):

@@ -105,13 +105,18 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     for signal in rnd.signals:
         by_key.setdefault(signal.defect_key, []).append(signal)
     table = calibration.current().for_repository(rnd.verdicts)
+    calibrated: dict[tuple, float] = {}  # decisions alike in all the table reads share one answer
     out = []
     for defect in defects:
         if defect.ignored:
             continue
         decision = decide_defect(defect, rnd, by_key.get(defect.key, []))
-        decision.confidence = round(table.confidence(decision.rule, decision.confidence,
-                                                     decision.profile, decision.state), 3)
+        alike = (decision.rule, decision.confidence, str(decision.state),
+                 tuple(decision.profile.items()))
+        if alike not in calibrated:
+            calibrated[alike] = round(table.confidence(decision.rule, decision.confidence,
+                                                       decision.profile, decision.state), 3)
+        decision.confidence = calibrated[alike]
         out.append(decision)
     return out
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from .discussion import plain_text, suggestion
+from .roundcache import per_text
 from .scope import tokens
 
 MAX_BODY = 20_000  # longer bodies are read up to here
@@ -123,8 +124,10 @@ def _code_like(word: str) -> bool:
     return any(c.isupper() for c in inner) and any(c.islower() for c in word)
 
 
+@per_text(maxsize=256)
 def read_subject(body: str | None) -> Subject:
-    """The subject of a comment body (a person's comment or the bot's finding text)."""
+    """The subject of a comment body (a person's comment or the bot's finding text), read
+    once per body: the defects that say the same share it (read-only)."""
     body = (body or "")[:MAX_BODY]
     proposed = suggestion(body)
     prose = _URL.sub(" ", plain_text(body))
