@@ -241,6 +241,60 @@ def test_defects_alike_read_their_comment_and_calibrate_once(tmp_path):
     assert 0 < reading < once / 2, (reading, once)
 
 
+class CountedParser:
+    """A stand-in for ``tracker.scope``'s parser that counts the texts it parses."""
+
+    def __init__(self, parser):
+        self.parser, self.texts = parser, 0
+
+    def parse(self, text):
+        self.texts += 1
+        return self.parser.parse(text)
+
+
+def test_no_file_is_parsed_for_a_confidence_a_calibration_table_replaces(tmp_path,
+                                                                         monkeypatch):
+    """Defects on untouched lines, each next to an edit: ``anchor-untouched`` is surer when
+    the function around the lines did not change, but with a calibration table (its chances
+    replace the rules' own confidences) nothing else these decisions read needs the function
+    around them, and the file is not parsed. Without the table the rule's own confidence
+    reads it, and it is parsed once."""
+    from tracker import calibration, scope
+
+    shape_files = [big_files("giant", r, 400) for r in (0, 1)]
+    path = "pkg/giant.py"
+    lines = shape_files[0][path].split("\n")
+    # body lines 1 and 2 of every function: not edited, next to an edited line
+    spots = [b * bench_bigdiff.GIANT_BLOCK + 2 + j for b in range(1, 6) for j in (1, 2)]
+    findings = [(Finding("`compute` may raise here", path, n, n), lines[n - 1])
+                for n in spots]
+    parsers, real = {}, scope._parser
+
+    def counted(name):
+        if name not in parsers:
+            parsers[name] = CountedParser(real(name))
+        return parsers[name]
+
+    monkeypatch.setattr(scope, "_parser", counted)
+    decided = {}
+    for table in ("on", "off"):
+        monkeypatch.setenv("ROUNDWISE_CALIBRATION", table)
+        parsers.clear()
+        (tmp_path / table).mkdir()
+        decided[table] = []
+        decide_cost(shape_files, findings, tmp_path / table,
+                    lambda work, out=decided[table]: out.extend(work()))
+        assert bool(calibration.current().by_repo) == (table == "on")  # the table in use
+        decided[table].append(sum(p.texts for p in parsers.values()))
+    *on, parsed_on = decided["on"]
+    *off, parsed_off = decided["off"]
+    assert [d.rule for d in on] == [d.rule for d in off] == ["anchor-untouched"] * len(spots)
+    assert [d.profile for d in on] == [d.profile for d in off]
+    assert all(d.profile["near_changed"] for d in on)
+    assert {d.confidence for d in off} == {0.55}  # the function around each line changed
+    assert (parsed_on, parsed_off) == (0, 1)
+
+
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):
     """What a round worked out about its texts does not outlive it: the small cache used
     between rounds is not filled by deciding one."""

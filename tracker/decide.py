@@ -110,7 +110,8 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     for defect in defects:
         if defect.ignored:
             continue
-        decision = decide_defect(defect, rnd, by_key.get(defect.key, []))
+        decision = decide_defect(defect, rnd, by_key.get(defect.key, []),
+                                 own_confidence=not table.by_repo)
         alike = (decision.rule, decision.confidence, str(decision.state),
                  tuple(decision.profile.items()))
         if alike not in calibrated:
@@ -121,8 +122,11 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     return out
 
 
-def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Decision:
-    """The state of one defect at round ``rnd.number``, with the evidence for it."""
+def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal], *,
+                  own_confidence: bool = True) -> Decision:
+    """The state of one defect at round ``rnd.number``, with the evidence for it. Without
+    ``own_confidence`` (a calibration table will replace it), a rule's own confidence is not
+    worked out where that would cost a parse of the file."""
     previous = defect.state
     defect = rnd.rebased(defect)
     mapped = _map(defect, rnd)
@@ -132,7 +136,7 @@ def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Dec
         return _with_anchor(human, mapped, rnd, notes)
     if previous is State.RESOLVED:
         return _with_anchor(_settled(defect, rnd, mapped), mapped, rnd, notes)
-    decision = _live(defect, rnd, mapped, signals)
+    decision = _live(defect, rnd, mapped, signals, own_confidence)
     return _with_anchor(decision, mapped, rnd, notes)
 
 
@@ -161,12 +165,13 @@ def _human_decision(defect: Defect, previous: State, signals: list[Signal]) -> D
 
 
 def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
-          signals: list[Signal]) -> Decision:
+          signals: list[Signal], own_confidence: bool = True) -> Decision:
     """A defect that went into this round unresolved: Open, or a Resolved candidate.
 
     The rule tables of ``tracker.rules`` decide, from what the comment is about.
     """
-    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped, rnd.messages)
+    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped, rnd.messages,
+                own_confidence)
     ruling = rule(case, LIVE_RULES if mapped is not None else REMARK_RULES)
     disputes = [s for s in signals if s.kind is SignalKind.REVIEWER_DISPUTES]
     evidence = ruling.evidence

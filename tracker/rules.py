@@ -109,6 +109,9 @@ class Case:
     signals: list[Signal] = field(default_factory=list)
     mapped: Mapped | None = None  # the defect's whole range, mapped to the new head
     messages: list[str] = field(default_factory=list)  # this push's commit messages
+    # whether a ruling's own confidence is read; with a calibration table it is replaced
+    # (``tracker.calibration``), and no file is parsed for it alone
+    own_confidence: bool = True
 
     # -- the comment ---------------------------------------------------------------------------
 
@@ -755,7 +758,8 @@ def untouched(case: Case) -> Ruling | None:
         evidence = m.describe()
     else:
         evidence = "the anchored code changed, but not the line the comment is on nor what it names"
-    confidence = 0.55 if case.scope_changed else 0.8
+    # either confidence leaves the ruling to no verifier (``decide.VERIFY_OPEN_BELOW``)
+    confidence = 0.55 if case.own_confidence and case.scope_changed else 0.8
     return Ruling(State.OPEN, "anchor-untouched", evidence + note, confidence)
 
 
@@ -831,8 +835,8 @@ def remark_located(case: Case) -> Ruling | None:
         defect = replace(case.defect, path=place.path, line_start=anchor.start,
                          line_end=anchor.end, side="RIGHT")
         mapped = case.diff.map(anchor)
-        ruling = rule(Case(defect, case.diff, case.files, case.signals, mapped, case.messages),
-                      LIVE_RULES)
+        ruling = rule(Case(defect, case.diff, case.files, case.signals, mapped, case.messages,
+                           case.own_confidence), LIVE_RULES)
         return Ruling(ruling.state, ruling.rule, f"the remark {place.how} {place}; "
                       f"{ruling.evidence}", ruling.confidence, ruling.anchor or mapped.anchor)
     if not places:
