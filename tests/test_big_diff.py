@@ -68,13 +68,13 @@ def scanned_chars(work) -> int:
     """How many characters ``tracker.scope`` tokenises while ``work()`` runs."""
     from tracker import scope
 
-    meter = ScannedText(scope._TOKEN)
-    scope._TOKEN = meter
+    meters = ScannedText(scope._TOKEN), ScannedText(scope._ASCII_TOKEN)
+    scope._TOKEN, scope._ASCII_TOKEN = meters
     try:
         work()
     finally:
-        scope._TOKEN = meter.pattern
-    return meter.chars
+        scope._TOKEN, scope._ASCII_TOKEN = (meter.pattern for meter in meters)
+    return sum(meter.chars for meter in meters)
 
 
 def decide_cost(rounds: list[dict[str, str]], findings, tmp: Path, meter=traced_lines) -> int:
