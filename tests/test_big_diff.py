@@ -295,6 +295,43 @@ def test_no_file_is_parsed_for_a_confidence_a_calibration_table_replaces(tmp_pat
     assert (parsed_on, parsed_off) == (0, 1)
 
 
+def test_the_new_text_is_not_tokenised_again_where_the_diff_says_what_changed(tmp_path):
+    """A defect naming code and one naming none in a file of 3,000 lines, every third one
+    edited: the profile counts what the first names in the new text from the old text's
+    counts and the lines the diff swapped, the second needs no count, and the new text is
+    not tokenised whole."""
+    rounds = [many_files(1, 3000, r) for r in (0, 1)]
+    path = "pkg/m0.py"
+    lines = rounds[0][path].split("\n")
+    findings = [(Finding("`v_1` and `compute` here", path, 2, 2), lines[1]),
+                (Finding("this is not thread safe", path, 5, 5), lines[4])]
+    scanned = decide_cost(rounds, findings, tmp_path, scanned_chars)
+    changed = sum(len(line) + 1 for line in rounds[1][path].split("\n")[::3])  # added lines
+    removed = sum(len(line) + 1 for line in rounds[0][path].split("\n")[::3])
+    assert scanned < len(rounds[0][path]) + changed + removed + 1000, scanned
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_swapped_lines_count_every_token_of_the_new_text(seed, tmp_path):
+    """Random edits: every token's count in the new text is its count in the old text plus
+    the lines the diff adds less those it removes (``diffindex.swapped_tokens``)."""
+    from tracker.diffindex import swapped_tokens
+    from tracker.rules import old_text_of
+    from tracker.scope import tokens
+
+    old, new = random_rounds(seed)
+    repo = GitDiffs(tmp_path / "repo")
+    repo.start(old)
+    diff = DiffMap(repo.diff(new))
+    before = old_text_of(diff, new, "a.py")
+    assert before == old["a.py"]
+    added, removed = swapped_tokens(diff, "a.py", "a.py", before, new["a.py"])
+    after = tokens(before)
+    after.update(added)
+    after.subtract(removed)
+    assert +after == tokens(new["a.py"])
+
+
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):
     """What a round worked out about its texts does not outlive it: the small cache used
     between rounds is not filled by deciding one."""

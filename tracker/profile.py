@@ -18,7 +18,7 @@ import re
 from collections import Counter
 
 from .anchors import Status
-from .diffindex import changed_tokens, touched_paths, touches_tests
+from .diffindex import changed_tokens, swapped_tokens, touched_paths, touches_tests
 from .models import SignalKind
 from .scope import file_tokens
 
@@ -73,11 +73,20 @@ def read_profile(case) -> dict[str, bool]:
     named = case.subject.named
     if anchored:
         path = case.path or ""
-        # whole files: counted once per text for every defect in them (``file_tokens``)
+        # whole files: counted once per text for every defect in them (``file_tokens``);
+        # the new text's counts from the lines the diff swapped, where that is all it did
         before = file_tokens(case.old_text) if case.old_text else Counter()
-        after = file_tokens(case.new_text) if case.new_text else Counter()
         names_code = any(before.get(n) for n in named)
-        named_changed = any(before.get(n, 0) != after.get(n, 0) for n in named)
+        swapped = swapped_tokens(case.diff, path, case.new_path, case.old_text,
+                                 case.new_text) if named else None
+        if swapped is not None:
+            added, removed = swapped
+            named_changed = any(added.get(n, 0) != removed.get(n, 0) for n in named)
+        elif named:
+            after = file_tokens(case.new_text) if case.new_text else Counter()
+            named_changed = any(before.get(n, 0) != after.get(n, 0) for n in named)
+        else:
+            named_changed = False
         file_changed = bool(case.changed)
         anchor_changed = bool(m.status is not Status.UNTOUCHED and m.rewritten)
         near = bool(m.nearby_change) or (not anchor_changed and bool(case.scope_changed))
