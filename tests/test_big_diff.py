@@ -332,6 +332,32 @@ def test_the_swapped_lines_count_every_token_of_the_new_text(seed, tmp_path):
     assert +after == tokens(new["a.py"])
 
 
+def test_names_on_no_added_line_build_no_index_of_the_added_lines(tmp_path):
+    """Defects naming code that stands in their file but on none of the lines this round
+    adds: ``subject_touched`` looks no further than the added lines' tokens, and the index
+    of where each token is added (a pass over every added line) is not built."""
+    from tracker.diffindex import changes
+
+    rounds = [many_files(1, 300, r) for r in (0, 1)]
+    path = "pkg/m0.py"
+    lines = rounds[0][path].split("\n")
+    findings = [(Finding(f"`v_0_{n - 1}` is computed twice", path, n, n), lines[n - 1])
+                for n in (2, 3, 5, 6)]  # lines not edited (every third one is)
+    repo = GitDiffs(tmp_path / "repo")
+    repo.start(rounds[0])
+    diff = DiffMap(repo.diff(rounds[1]))
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        pr = ledger.pull_request("o/r", 1)["id"]
+        ledger.begin_round(pr, "h0")
+        for finding, code in findings:
+            ledger.add_defect(pr, finding, 0, code=code)
+        ledger.finish_round(pr, 1)
+        defects = ledger.defects(pr)
+    decided = decide_round(defects, RoundInput(2, diff, rounds[1]))
+    assert [d.rule for d in decided] == ["anchor-untouched"] * 4
+    assert changes(diff, path)._where is None
+
+
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):
     """What a round worked out about its texts does not outlive it: the small cache used
     between rounds is not filled by deciding one."""

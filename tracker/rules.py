@@ -718,6 +718,9 @@ def subject_touched(case: Case) -> Ruling | None:
     inside = range(m.anchor.start, m.anchor.end + 1) if m and m.anchor else range(0)
     # away from the anchor: edits inside it are the range rules'
     changed = changes(case.diff, case.new_path or "")
+    named = {t for t in named if changed.tokens[t]}  # on no added line: nowhere to look
+    if not named:
+        return None
     anywhere = changed.tokens_between(None, inside)
     if not any(anywhere[t] for t in named):
         return None  # not even in the whole file: not in the class around it (not parsed)
