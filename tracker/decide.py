@@ -32,6 +32,7 @@ from .anchors import (
     find_code,
     normalise,
     similarity,
+    similarity_bound,
 )
 from .diffindex import changes
 from .lifecycle import State, carry_forward
@@ -209,7 +210,7 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                 )
         if mapped and mapped.status is Status.MODIFIED and defect.code and mapped.added:
             to_bad, to_fix = _closest(mapped.added, bad, defect.code)
-            if to_bad >= UNDO_SIMILARITY and to_bad > to_fix:
+            if _undone(to_bad, to_fix):
                 return Decision(
                     defect.key, State.REOPENED, "fix-undone",
                     f"the fixed lines were edited again and now resemble the old code "
@@ -220,9 +221,20 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                     "resolved earlier and its code has not come back", confidence=0.9)
 
 
+def _undone(to_bad: float, to_fix: float) -> bool:
+    return to_bad >= UNDO_SIMILARITY and to_bad > to_fix
+
+
 def _closest(lines: list[str], bad: str, fix: str) -> tuple[float, float]:
-    """Similarity to the old code and to the fix of the run of ``lines`` most like either."""
+    """Similarity to the old code and to the fix of the run of ``lines`` most like either.
+
+    With one run, its similarity to the old code is worked out only when an upper bound of
+    it leaves ``_undone`` undecided; else the bound stands in for it (the same answer)."""
     size = max(len(normalise(fix)), 1)
+    if len(lines) <= size:
+        to_fix = similarity(lines, fix)
+        bound = similarity_bound(lines, bad)
+        return (similarity(lines, bad) if _undone(bound, to_fix) else bound), to_fix
     best = (0.0, 0.0)
     for i in range(max(len(lines) - size + 1, 1)):
         window = lines[i : i + size]
