@@ -358,6 +358,19 @@ def test_names_on_no_added_line_build_no_index_of_the_added_lines(tmp_path):
     assert changes(diff, path)._where is None
 
 
+def test_a_remark_naming_code_tokenises_only_the_texts_that_hold_the_name(tmp_path):
+    """A remark on the whole pull request naming code of one of ten files: whether it names
+    code of the PR is read from the token counts of the texts the name stands in (a token of
+    a text is a substring of it), not of every file before the one that holds it."""
+    rounds = [many_files(10, 300, r) for r in (0, 1)]
+    findings = [(Finding("`v_9_5` should be validated first"), None)]
+    scanned = decide_cost(rounds, findings, tmp_path, scanned_chars)
+    one_file = len(rounds[1]["pkg/m9.py"])
+    changed = sum(len(text) for text in rounds[1].values()) // 3 + \
+        sum(len(text) for text in rounds[0].values()) // 3  # every third line, both sides
+    assert scanned < 2 * one_file + changed, (scanned, one_file, changed)
+
+
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):
     """What a round worked out about its texts does not outlive it: the small cache used
     between rounds is not filled by deciding one."""

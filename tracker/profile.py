@@ -93,8 +93,9 @@ def read_profile(case) -> dict[str, bool]:
         others = bool(touched - {path, case.new_path or path})
     else:
         changed = changed_tokens(case.diff)
-        names_code = bool(named) and any(
-            n in file_tokens(text) for text in case.files.values() if text for n in named)
+        names_code = bool(named) and any(  # a token of a text is a substring of it
+            n in text and n in file_tokens(text) for text in case.files.values() if text
+            for n in named)
         named_changed = any(changed.get(n) for n in named)
         file_changed = anchor_changed = near = False
         others = bool(touched)
