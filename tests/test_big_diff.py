@@ -30,13 +30,14 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git f
 TRACKER = str(Path(__file__).resolve().parent.parent / "tracker")
 
 
-def traced_lines(work) -> int:
-    """How many lines of tracker/ code run while ``work()`` runs."""
+def traced_lines(work, where: str = TRACKER) -> int:
+    """How many lines of tracker/ code (of the files whose path starts with ``where``) run
+    while ``work()`` runs."""
     count = 0
 
     def tracer(frame, event, arg):
         nonlocal count
-        if not frame.f_code.co_filename.startswith(TRACKER):
+        if not frame.f_code.co_filename.startswith(where):
             return None
         if event == "line":
             count += 1
@@ -67,13 +68,13 @@ def scanned_chars(work) -> int:
     """How many characters ``tracker.scope`` tokenises while ``work()`` runs."""
     from tracker import scope
 
-    meter = ScannedText(scope._TOKEN)
-    scope._TOKEN = meter
+    meters = ScannedText(scope._TOKEN), ScannedText(scope._ASCII_TOKEN)
+    scope._TOKEN, scope._ASCII_TOKEN = meters
     try:
         work()
     finally:
-        scope._TOKEN = meter.pattern
-    return meter.chars
+        scope._TOKEN, scope._ASCII_TOKEN = (meter.pattern for meter in meters)
+    return sum(meter.chars for meter in meters)
 
 
 def decide_cost(rounds: list[dict[str, str]], findings, tmp: Path, meter=traced_lines) -> int:
@@ -197,6 +198,177 @@ def test_a_round_over_more_files_than_a_cache_holds_reads_each_file_once(tmp_pat
         marginal[size] = per_defect(rounds, lambda n, f=rounds[0]: round_robin(f, n),
                                     tmp_path / str(size), 70, 140)
     assert marginal[120] < 1.3 * marginal[30], marginal
+
+
+def test_a_defect_costs_the_same_however_many_files_the_round_touches(tmp_path):
+    """The same defects in one file, and the round touching 10 or 40 files: what a defect
+    asks about the round's paths (other files edited, test files edited) is worked out once
+    per diff, not once per defect and path."""
+    marginal = {}
+    for count in (10, 40):
+        rounds = [many_files(count, 30, r) for r in (0, 1)]
+        one = {"pkg/m0.py": rounds[0]["pkg/m0.py"]}
+        marginal[count] = per_defect(rounds, lambda n, f=one: round_robin(f, n),
+                                     tmp_path / str(count), 4, 8)
+    assert marginal[40] < 1.05 * marginal[10], marginal
+
+
+def alike(files: dict[str, str], n: int) -> list[tuple[Finding, str]]:
+    """``n`` defects saying the same about untouched lines next to edited ones (``many_files``
+    edits every third line) of one file."""
+    path = min(files)
+    lines = files[path].split("\n")
+    return [(Finding("`compute` may raise here", path, k, k), lines[k - 1])
+            for k in range(2, 3 * n + 2, 3)]
+
+
+def test_defects_alike_read_their_comment_and_calibrate_once(tmp_path):
+    """Defects with the same comment and the same evidence: the comment is read once, and
+    the calibration table's answer for a rule, answer and signals is worked out once, however
+    many defects share them."""
+    from tracker.subject import read_subject
+
+    rounds = [many_files(1, 120, r) for r in (0, 1)]
+    calibrating, reading = (
+        per_defect(rounds, lambda n, f=rounds[0]: alike(f, n), tmp_path / part, 5, 25,
+                   lambda work, part=part: traced_lines(work, f"{TRACKER}/{part}"))
+        for part in ("calibration.py", "subject.py"))
+    assert calibrating == 0
+    # what a defect runs in subject.py (matching the subject against its lines) is less
+    # than reading the comment once
+    once = traced_lines(lambda: read_subject.__wrapped__("`compute` may raise here"),
+                        f"{TRACKER}/subject.py")
+    assert 0 < reading < once / 2, (reading, once)
+
+
+class CountedParser:
+    """A stand-in for ``tracker.scope``'s parser that counts the texts it parses."""
+
+    def __init__(self, parser):
+        self.parser, self.texts = parser, 0
+
+    def parse(self, text):
+        self.texts += 1
+        return self.parser.parse(text)
+
+
+def test_no_file_is_parsed_for_a_confidence_a_calibration_table_replaces(tmp_path,
+                                                                         monkeypatch):
+    """Defects on untouched lines, each next to an edit: ``anchor-untouched`` is surer when
+    the function around the lines did not change, but with a calibration table (its chances
+    replace the rules' own confidences) nothing else these decisions read needs the function
+    around them, and the file is not parsed. Without the table the rule's own confidence
+    reads it, and it is parsed once."""
+    from tracker import calibration, scope
+
+    shape_files = [big_files("giant", r, 400) for r in (0, 1)]
+    path = "pkg/giant.py"
+    lines = shape_files[0][path].split("\n")
+    # body lines 1 and 2 of every function: not edited, next to an edited line
+    spots = [b * bench_bigdiff.GIANT_BLOCK + 2 + j for b in range(1, 6) for j in (1, 2)]
+    findings = [(Finding("`compute` may raise here", path, n, n), lines[n - 1])
+                for n in spots]
+    parsers, real = {}, scope._parser
+
+    def counted(name):
+        if name not in parsers:
+            parsers[name] = CountedParser(real(name))
+        return parsers[name]
+
+    monkeypatch.setattr(scope, "_parser", counted)
+    decided = {}
+    for table in ("on", "off"):
+        monkeypatch.setenv("ROUNDWISE_CALIBRATION", table)
+        parsers.clear()
+        (tmp_path / table).mkdir()
+        decided[table] = []
+        decide_cost(shape_files, findings, tmp_path / table,
+                    lambda work, out=decided[table]: out.extend(work()))
+        assert bool(calibration.current().by_repo) == (table == "on")  # the table in use
+        decided[table].append(sum(p.texts for p in parsers.values()))
+    *on, parsed_on = decided["on"]
+    *off, parsed_off = decided["off"]
+    assert [d.rule for d in on] == [d.rule for d in off] == ["anchor-untouched"] * len(spots)
+    assert [d.profile for d in on] == [d.profile for d in off]
+    assert all(d.profile["near_changed"] for d in on)
+    assert {d.confidence for d in off} == {0.55}  # the function around each line changed
+    assert (parsed_on, parsed_off) == (0, 1)
+
+
+def test_the_new_text_is_not_tokenised_again_where_the_diff_says_what_changed(tmp_path):
+    """A defect naming code and one naming none in a file of 3,000 lines, every third one
+    edited: the profile counts what the first names in the new text from the old text's
+    counts and the lines the diff swapped, the second needs no count, and the new text is
+    not tokenised whole."""
+    rounds = [many_files(1, 3000, r) for r in (0, 1)]
+    path = "pkg/m0.py"
+    lines = rounds[0][path].split("\n")
+    findings = [(Finding("`v_1` and `compute` here", path, 2, 2), lines[1]),
+                (Finding("this is not thread safe", path, 5, 5), lines[4])]
+    scanned = decide_cost(rounds, findings, tmp_path, scanned_chars)
+    changed = sum(len(line) + 1 for line in rounds[1][path].split("\n")[::3])  # added lines
+    removed = sum(len(line) + 1 for line in rounds[0][path].split("\n")[::3])
+    assert scanned < len(rounds[0][path]) + changed + removed + 1000, scanned
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_swapped_lines_count_every_token_of_the_new_text(seed, tmp_path):
+    """Random edits: every token's count in the new text is its count in the old text plus
+    the lines the diff adds less those it removes (``diffindex.swapped_tokens``)."""
+    from tracker.diffindex import swapped_tokens
+    from tracker.rules import old_text_of
+    from tracker.scope import tokens
+
+    old, new = random_rounds(seed)
+    repo = GitDiffs(tmp_path / "repo")
+    repo.start(old)
+    diff = DiffMap(repo.diff(new))
+    before = old_text_of(diff, new, "a.py")
+    assert before == old["a.py"]
+    added, removed = swapped_tokens(diff, "a.py", "a.py", before, new["a.py"])
+    after = tokens(before)
+    after.update(added)
+    after.subtract(removed)
+    assert +after == tokens(new["a.py"])
+
+
+def test_names_on_no_added_line_build_no_index_of_the_added_lines(tmp_path):
+    """Defects naming code that stands in their file but on none of the lines this round
+    adds: ``subject_touched`` looks no further than the added lines' tokens, and the index
+    of where each token is added (a pass over every added line) is not built."""
+    from tracker.diffindex import changes
+
+    rounds = [many_files(1, 300, r) for r in (0, 1)]
+    path = "pkg/m0.py"
+    lines = rounds[0][path].split("\n")
+    findings = [(Finding(f"`v_0_{n - 1}` is computed twice", path, n, n), lines[n - 1])
+                for n in (2, 3, 5, 6)]  # lines not edited (every third one is)
+    repo = GitDiffs(tmp_path / "repo")
+    repo.start(rounds[0])
+    diff = DiffMap(repo.diff(rounds[1]))
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        pr = ledger.pull_request("o/r", 1)["id"]
+        ledger.begin_round(pr, "h0")
+        for finding, code in findings:
+            ledger.add_defect(pr, finding, 0, code=code)
+        ledger.finish_round(pr, 1)
+        defects = ledger.defects(pr)
+    decided = decide_round(defects, RoundInput(2, diff, rounds[1]))
+    assert [d.rule for d in decided] == ["anchor-untouched"] * 4
+    assert changes(diff, path)._where is None
+
+
+def test_a_remark_naming_code_tokenises_only_the_texts_that_hold_the_name(tmp_path):
+    """A remark on the whole pull request naming code of one of ten files: whether it names
+    code of the PR is read from the token counts of the texts the name stands in (a token of
+    a text is a substring of it), not of every file before the one that holds it."""
+    rounds = [many_files(10, 300, r) for r in (0, 1)]
+    findings = [(Finding("`v_9_5` should be validated first"), None)]
+    scanned = decide_cost(rounds, findings, tmp_path, scanned_chars)
+    one_file = len(rounds[1]["pkg/m9.py"])
+    changed = sum(len(text) for text in rounds[1].values()) // 3 + \
+        sum(len(text) for text in rounds[0].values()) // 3  # every third line, both sides
+    assert scanned < 2 * one_file + changed, (scanned, one_file, changed)
 
 
 def test_the_per_round_memory_is_let_go_after_the_round(tmp_path):

@@ -121,6 +121,29 @@ def test_fix_undone_reopens_when_the_new_text_resembles_the_old():
     assert decide(settled, tidy, old=old).rule == "stays-resolved"
 
 
+def test_a_fix_edited_again_toward_the_fix_is_not_compared_with_the_old_code_in_full(
+        monkeypatch):
+    """The fixed line edited again, closer to the fix than a count of shared characters
+    lets it be to the old code: only its likeness to the fix is worked out in full
+    (difflib's ratio, once), and it stays resolved; undone, it is reopened as before."""
+    import difflib
+
+    calls = []
+    ratio = difflib.SequenceMatcher.ratio
+    monkeypatch.setattr(difflib.SequenceMatcher, "ratio",
+                        lambda self: calls.append(1) or ratio(self))
+    bad, fix = "value = compute(3, weight)", "value = compute(3, weight)  # checked"
+    old = BASE.replace("stmt_10()\n", fix + "\n")
+    settled = defect(state=State.RESOLVED, code=fix, resolved_code=bad)
+    again = old.replace(fix, "value = compute(3, weight)  # checked twice")
+    assert decide(settled, again, old=old).rule == "stays-resolved"
+    assert len(calls) == 1
+    calls.clear()
+    d = decide(settled, old.replace(fix, "value = compute(3, weight)  #"), old=old)
+    assert (d.rule, len(calls)) == ("fix-undone", 2)
+    assert "(similarity 0.96 to it, 0.88 to the fix)" in d.evidence
+
+
 def test_a_remark_naming_no_code_is_not_resolved_by_any_push():
     d = Defect(key="D1", description="you could fold all of this into a single action",
                origin="human", state=State.NEW, raised_round=1, state_round=1)

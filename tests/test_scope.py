@@ -124,3 +124,25 @@ def test_a_round_parses_only_the_files_whose_scopes_it_needs(monkeypatch):
         ("D1", State.OPEN, "anchor-untouched"), ("D2", State.OPEN, "anchor-untouched"),
         ("D3", State.OPEN, "anchor-untouched")]
     assert parsed == [old["edited.py"]]  # its old side, for the scope of D2; nothing else
+
+
+@pytest.mark.parametrize("text", [
+    "v_1 = compute(2.5e3, $w) + 0x1F.bits; café_9 = x１２ + ٣.٤y # 1.ü",
+    "plain ascii_only = 12.5.6 + a1.b2 $c$d",
+    "naïve = 1_000ñ + 2µs",
+])
+def test_tokens_are_the_same_whichever_pattern_reads_the_text(text):
+    """ASCII texts are read with an ASCII pattern (faster): the same tokens as the Unicode
+    one, and every text with a non-ASCII character still gets the Unicode reading (a
+    Unicode digit starts a number, a letter with an accent continues one)."""
+    import re
+
+    from tracker import scope
+
+    unicode_reading = re.findall(r"[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*", text)
+    assert list(scope.tokens(text).elements()) == sorted(
+        unicode_reading, key=unicode_reading.index)
+    assert scope.token_set(text) == set(unicode_reading)
+    for line in text.split():
+        assert scope.token_set(line) == set(re.findall(r"[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*",
+                                                       line))

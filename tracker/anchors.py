@@ -580,6 +580,13 @@ def similarity(a: list[str] | str, b: list[str] | str) -> float:
     return difflib.SequenceMatcher(None, "\n".join(normalise(a)), "\n".join(normalise(b))).ratio()
 
 
+def similarity_bound(a: list[str] | str, b: list[str] | str) -> float:
+    """At least ``similarity(a, b)``, at the cost of counting characters (difflib's
+    ``quick_ratio``)."""
+    return difflib.SequenceMatcher(None, "\n".join(normalise(a)),
+                                   "\n".join(normalise(b))).quick_ratio()
+
+
 def reverse_apply(new_text: str | None, patched: unidiff.PatchedFile) -> str | None:
     """The text a file had before ``patched`` turned it into ``new_text``.
 

@@ -32,6 +32,7 @@ from .anchors import (
     find_code,
     normalise,
     similarity,
+    similarity_bound,
 )
 from .diffindex import changes
 from .lifecycle import State, carry_forward
@@ -105,19 +106,28 @@ def decide_round(defects: list[Defect], rnd: RoundInput) -> list[Decision]:
     for signal in rnd.signals:
         by_key.setdefault(signal.defect_key, []).append(signal)
     table = calibration.current().for_repository(rnd.verdicts)
+    calibrated: dict[tuple, float] = {}  # decisions alike in all the table reads share one answer
     out = []
     for defect in defects:
         if defect.ignored:
             continue
-        decision = decide_defect(defect, rnd, by_key.get(defect.key, []))
-        decision.confidence = round(table.confidence(decision.rule, decision.confidence,
-                                                     decision.profile, decision.state), 3)
+        decision = decide_defect(defect, rnd, by_key.get(defect.key, []),
+                                 own_confidence=not table.by_repo)
+        alike = (decision.rule, decision.confidence, str(decision.state),
+                 tuple(decision.profile.items()))
+        if alike not in calibrated:
+            calibrated[alike] = round(table.confidence(decision.rule, decision.confidence,
+                                                       decision.profile, decision.state), 3)
+        decision.confidence = calibrated[alike]
         out.append(decision)
     return out
 
 
-def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Decision:
-    """The state of one defect at round ``rnd.number``, with the evidence for it."""
+def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal], *,
+                  own_confidence: bool = True) -> Decision:
+    """The state of one defect at round ``rnd.number``, with the evidence for it. Without
+    ``own_confidence`` (a calibration table will replace it), a rule's own confidence is not
+    worked out where that would cost a parse of the file."""
     previous = defect.state
     defect = rnd.rebased(defect)
     mapped = _map(defect, rnd)
@@ -127,7 +137,7 @@ def decide_defect(defect: Defect, rnd: RoundInput, signals: list[Signal]) -> Dec
         return _with_anchor(human, mapped, rnd, notes)
     if previous is State.RESOLVED:
         return _with_anchor(_settled(defect, rnd, mapped), mapped, rnd, notes)
-    decision = _live(defect, rnd, mapped, signals)
+    decision = _live(defect, rnd, mapped, signals, own_confidence)
     return _with_anchor(decision, mapped, rnd, notes)
 
 
@@ -156,12 +166,13 @@ def _human_decision(defect: Defect, previous: State, signals: list[Signal]) -> D
 
 
 def _live(defect: Defect, rnd: RoundInput, mapped: Mapped | None,
-          signals: list[Signal]) -> Decision:
+          signals: list[Signal], own_confidence: bool = True) -> Decision:
     """A defect that went into this round unresolved: Open, or a Resolved candidate.
 
     The rule tables of ``tracker.rules`` decide, from what the comment is about.
     """
-    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped, rnd.messages)
+    case = Case(defect, rnd.diff_for(defect), rnd.files, signals, mapped, rnd.messages,
+                own_confidence)
     ruling = rule(case, LIVE_RULES if mapped is not None else REMARK_RULES)
     disputes = [s for s in signals if s.kind is SignalKind.REVIEWER_DISPUTES]
     evidence = ruling.evidence
@@ -199,7 +210,7 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                 )
         if mapped and mapped.status is Status.MODIFIED and defect.code and mapped.added:
             to_bad, to_fix = _closest(mapped.added, bad, defect.code)
-            if to_bad >= UNDO_SIMILARITY and to_bad > to_fix:
+            if _undone(to_bad, to_fix):
                 return Decision(
                     defect.key, State.REOPENED, "fix-undone",
                     f"the fixed lines were edited again and now resemble the old code "
@@ -210,9 +221,20 @@ def _settled(defect: Defect, rnd: RoundInput, mapped: Mapped | None) -> Decision
                     "resolved earlier and its code has not come back", confidence=0.9)
 
 
+def _undone(to_bad: float, to_fix: float) -> bool:
+    return to_bad >= UNDO_SIMILARITY and to_bad > to_fix
+
+
 def _closest(lines: list[str], bad: str, fix: str) -> tuple[float, float]:
-    """Similarity to the old code and to the fix of the run of ``lines`` most like either."""
+    """Similarity to the old code and to the fix of the run of ``lines`` most like either.
+
+    With one run, its similarity to the old code is worked out only when an upper bound of
+    it leaves ``_undone`` undecided; else the bound stands in for it (the same answer)."""
     size = max(len(normalise(fix)), 1)
+    if len(lines) <= size:
+        to_fix = similarity(lines, fix)
+        bound = similarity_bound(lines, bad)
+        return (similarity(lines, bad) if _undone(bound, to_fix) else bound), to_fix
     best = (0.0, 0.0)
     for i in range(max(len(lines) - size + 1, 1)):
         window = lines[i : i + size]

@@ -18,10 +18,13 @@ import weakref
 from collections import Counter
 from collections.abc import Container
 
-from .anchors import DiffMap, normalise, normalised_lines
+from .anchors import DiffMap, file_lines, normalise, normalised_lines
+from .diffparse import hunk_lines, plain_rows
+from .paths import is_test_path
 from .scope import token_set, tokens
 
-__all__ = ["FileChanges", "changed_tokens", "changes", "files_holding"]
+__all__ = ["FileChanges", "changed_tokens", "changes", "files_holding", "swapped_tokens",
+           "touched_paths", "touches_tests"]
 
 
 class FileChanges:
@@ -126,6 +129,9 @@ class _DiffIndex:
     def __init__(self):
         self.files: dict[str, FileChanges] = {}
         self.changed: Counter | None = None
+        self.touched: frozenset[str] | None = None
+        self.tests: bool | None = None
+        self.swapped: dict[str, tuple[str, tuple[Counter, Counter] | None]] = {}
         # for one ``files`` map: normalised line -> the paths (sorted) adding lines that hold it
         self.holding: tuple[dict, dict[str, list[str]]] | None = None
 
@@ -149,6 +155,72 @@ def changes(diff: DiffMap, path: str) -> FileChanges:
     if found is None:
         found = index.files[path] = FileChanges(diff.added_lines(path))
     return found
+
+
+def touched_paths(diff: DiffMap) -> frozenset[str]:
+    """``diff.touched_paths()``, worked out once per diff."""
+    index = _index(diff)
+    if index.touched is None:
+        index.touched = frozenset(diff.touched_paths())
+    return index.touched
+
+
+def touches_tests(diff: DiffMap) -> bool:
+    """Whether ``diff`` touches a test file (``paths.is_test_path``), worked out once per diff."""
+    index = _index(diff)
+    if index.tests is None:
+        index.tests = any(is_test_path(p) for p in touched_paths(diff))
+    return index.tests
+
+
+def swapped_tokens(diff: DiffMap, path: str, new_path: str | None, old_text: str | None,
+                   new_text: str | None) -> tuple[Counter, Counter] | None:
+    """``scope.tokens`` of the lines ``diff`` adds to the file ``path`` (``new_path`` now) and
+    of the lines it removes, when those lines are all that differs between ``old_text`` and
+    ``new_text``: ``old_text`` is what ``FileMap.old_text`` gave back from ``new_text``, and
+    every hunk's new side stands in ``new_text`` where the diff says. A token's count in the
+    new text is then its count in the old one plus the added less the removed. None when
+    that does not hold (the caller reads the whole text)."""
+    fm = diff.files.get(path)
+    if fm is None or fm.removed_file or not fm.new_path or new_path != fm.new_path or \
+            path in diff.renames or diff.new_files.get(new_path) is not fm or \
+            old_text is None or not new_text or not new_text.endswith("\n") or \
+            fm.old_text(new_text) is not old_text:
+        return None
+    index = _index(diff)
+    known = index.swapped.get(path)
+    if known is None or known[0] is not new_text:
+        removed = _removed_if_in_place(fm.patched, file_lines(new_text))
+        swapped = None if removed is None else (changes(diff, new_path).tokens,
+                                                tokens("\n".join(removed)))
+        known = index.swapped[path] = (new_text, swapped)
+    return known[1]
+
+
+def _removed_if_in_place(patched, lines: tuple[str, ...]) -> list[str] | None:
+    """The removed lines of every hunk, when each hunk has its context and added lines at its
+    place in ``lines``, the hunks in order, each of its lines ending in a newline and no
+    "\\" marker among them; else None."""
+    removed: list[str] = []
+    end = 0
+    for hunk in patched:
+        rows = plain_rows(hunk)
+        if rows is not None and len(hunk):
+            return None  # lines after the body (markers, blank lines)
+        if rows is None:
+            read = hunk_lines(hunk)
+            if any(ln.line_type not in ("+", "-", " ") or not ln.value.endswith("\n")
+                   for ln in read):
+                return None
+            rows = [ln.line_type + ln.value[:-1] for ln in read]
+        start = hunk.target_start - 1 if hunk.target_length else hunk.target_start
+        new = [row[1:] for row in rows if row[0] != "-"]
+        if start < end or len(new) != hunk.target_length or \
+                list(lines[start:start + len(new)]) != new:
+            return None
+        removed += [row[1:] for row in rows if row[0] == "-"]
+        end = start + len(new)
+    return removed
 
 
 def changed_tokens(diff: DiffMap) -> Counter:

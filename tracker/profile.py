@@ -18,9 +18,8 @@ import re
 from collections import Counter
 
 from .anchors import Status
-from .diffindex import changed_tokens
+from .diffindex import changed_tokens, swapped_tokens, touched_paths, touches_tests
 from .models import SignalKind
-from .paths import is_test_path
 from .scope import file_tokens
 
 #: every signal, in the order the model and the summary list them
@@ -69,24 +68,34 @@ def read_profile(case) -> dict[str, bool]:
     """The signals of one ``tracker.rules.Case`` (a live defect at one round)."""
     d = case.defect
     m = case.mapped
-    touched = set(case.diff.touched_paths())
+    touched = touched_paths(case.diff)
     anchored = m is not None
     named = case.subject.named
     if anchored:
         path = case.path or ""
-        # whole files: counted once per text for every defect in them (``file_tokens``)
+        # whole files: counted once per text for every defect in them (``file_tokens``);
+        # the new text's counts from the lines the diff swapped, where that is all it did
         before = file_tokens(case.old_text) if case.old_text else Counter()
-        after = file_tokens(case.new_text) if case.new_text else Counter()
         names_code = any(before.get(n) for n in named)
-        named_changed = any(before.get(n, 0) != after.get(n, 0) for n in named)
+        swapped = swapped_tokens(case.diff, path, case.new_path, case.old_text,
+                                 case.new_text) if named else None
+        if swapped is not None:
+            added, removed = swapped
+            named_changed = any(added.get(n, 0) != removed.get(n, 0) for n in named)
+        elif named:
+            after = file_tokens(case.new_text) if case.new_text else Counter()
+            named_changed = any(before.get(n, 0) != after.get(n, 0) for n in named)
+        else:
+            named_changed = False
         file_changed = bool(case.changed)
         anchor_changed = bool(m.status is not Status.UNTOUCHED and m.rewritten)
         near = bool(m.nearby_change) or (not anchor_changed and bool(case.scope_changed))
         others = bool(touched - {path, case.new_path or path})
     else:
         changed = changed_tokens(case.diff)
-        names_code = bool(named) and any(
-            n in file_tokens(text) for text in case.files.values() if text for n in named)
+        names_code = bool(named) and any(  # a token of a text is a substring of it
+            n in text and n in file_tokens(text) for text in case.files.values() if text
+            for n in named)
         named_changed = any(changed.get(n) for n in named)
         file_changed = anchor_changed = near = False
         others = bool(touched)
@@ -101,7 +110,7 @@ def read_profile(case) -> dict[str, bool]:
         "names_code": names_code,
         "named_changed": named_changed,
         "other_files": others,
-        "tests_changed": any(is_test_path(p) for p in touched),
+        "tests_changed": touches_tests(case.diff),
         "said_fixed": bool(kinds & {SignalKind.AUTHOR_CLAIMS_FIXED, SignalKind.AUTHOR_PROMISES}),
         "reviewer_objects": bool(kinds & {SignalKind.REVIEWER_DISPUTES,
                                           SignalKind.REVIEWER_REPEATS}),

@@ -109,6 +109,9 @@ class Case:
     signals: list[Signal] = field(default_factory=list)
     mapped: Mapped | None = None  # the defect's whole range, mapped to the new head
     messages: list[str] = field(default_factory=list)  # this push's commit messages
+    # whether a ruling's own confidence is read; with a calibration table it is replaced
+    # (``tracker.calibration``), and no file is parsed for it alone
+    own_confidence: bool = True
 
     # -- the comment ---------------------------------------------------------------------------
 
@@ -715,6 +718,9 @@ def subject_touched(case: Case) -> Ruling | None:
     inside = range(m.anchor.start, m.anchor.end + 1) if m and m.anchor else range(0)
     # away from the anchor: edits inside it are the range rules'
     changed = changes(case.diff, case.new_path or "")
+    named = {t for t in named if changed.tokens[t]}  # on no added line: nowhere to look
+    if not named:
+        return None
     anywhere = changed.tokens_between(None, inside)
     if not any(anywhere[t] for t in named):
         return None  # not even in the whole file: not in the class around it (not parsed)
@@ -755,7 +761,8 @@ def untouched(case: Case) -> Ruling | None:
         evidence = m.describe()
     else:
         evidence = "the anchored code changed, but not the line the comment is on nor what it names"
-    confidence = 0.55 if case.scope_changed else 0.8
+    # either confidence leaves the ruling to no verifier (``decide.VERIFY_OPEN_BELOW``)
+    confidence = 0.55 if case.own_confidence and case.scope_changed else 0.8
     return Ruling(State.OPEN, "anchor-untouched", evidence + note, confidence)
 
 
@@ -831,8 +838,8 @@ def remark_located(case: Case) -> Ruling | None:
         defect = replace(case.defect, path=place.path, line_start=anchor.start,
                          line_end=anchor.end, side="RIGHT")
         mapped = case.diff.map(anchor)
-        ruling = rule(Case(defect, case.diff, case.files, case.signals, mapped, case.messages),
-                      LIVE_RULES)
+        ruling = rule(Case(defect, case.diff, case.files, case.signals, mapped, case.messages,
+                           case.own_confidence), LIVE_RULES)
         return Ruling(ruling.state, ruling.rule, f"the remark {place.how} {place}; "
                       f"{ruling.evidence}", ruling.confidence, ruling.anchor or mapped.anchor)
     if not places:

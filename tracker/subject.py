@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 
 from .discussion import plain_text, suggestion
-from .scope import tokens
+from .roundcache import per_text
+from .scope import token_set
 
 MAX_BODY = 20_000  # longer bodies are read up to here
 
@@ -123,22 +124,24 @@ def _code_like(word: str) -> bool:
     return any(c.isupper() for c in inner) and any(c.islower() for c in word)
 
 
+@per_text(maxsize=256)
 def read_subject(body: str | None) -> Subject:
-    """The subject of a comment body (a person's comment or the bot's finding text)."""
+    """The subject of a comment body (a person's comment or the bot's finding text), read
+    once per body: the defects that say the same share it (read-only)."""
     body = (body or "")[:MAX_BODY]
     proposed = suggestion(body)
     prose = _URL.sub(" ", plain_text(body))
     named: set[str] = set()
     spans = tuple(_BACKTICKS.findall(prose))
     for span in spans:
-        found = [t for t in tokens(span) if len(t) > 1]
+        found = [t for t in token_set(span) if len(t) > 1]
         if len(found) == 1 and found[0].lower() in _ENGLISH:
             continue  # a lone common word in backticks (`new`) is too vague to look for
         named |= set(found)  # quoted as code: code, even keywords like "try"
     quoted = set(named)
     for block in _FENCED.findall(body):
         if not block.lstrip().startswith("suggestion"):
-            named |= {t for t in tokens(block) if _code_like(t)}
+            named |= {t for t in token_set(block) if _code_like(t)}
     named |= {m for m in _CALL.findall(prose) if len(m) > 2 and m.lower() not in _ENGLISH}
     for dotted in _DOTTED.findall(prose):
         if not re.search(r"\.(com|org|io|net|html?|md|rst|txt)$", dotted, re.IGNORECASE):
