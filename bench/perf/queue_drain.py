@@ -6,7 +6,9 @@ only sleeps ``work`` seconds. With ``rate`` above the workers' capacity (``worke
 backlog grows the whole time. Once a second the depth and the finished count are sampled; the
 drain rate per depth bucket is the jobs finished while the depth was in that bucket over the
 time it spent there (``prefill`` starts it deep). A queue whose claim slows with depth shows it as a falling rate.
-The steady drain (from the first backlog on) is also given as a share of capacity, and what
+The steady drain (from the first backlog on) is also given as a share of capacity (and of the
+capacity the handlers' measured time allows: an asyncio sleep of 50 ms lasts about half a
+millisecond more, which is not the queue's), and what
 each job costs its worker beyond the work as a number of durable commits, one commit being
 measured on the same store before and after the drain (a worker finishing a job and claiming
 the next in one commit costs about one).
@@ -30,13 +32,15 @@ from .queue_fill import close_store, fill, open_store, touch
 PRS = 2_000
 
 
-async def _drain(queue: JobQueue, seconds: float, workers: int, work: float,
-                 rate: float) -> tuple[list[tuple[float, int, int]], int]:
+async def _drain(queue: JobQueue, seconds: float, workers: int, work: float, rate: float,
+                 handled: list[float]) -> tuple[list[tuple[float, int, int]], int]:
     finished = 0
 
     async def handle(job) -> None:
         nonlocal finished
+        started = time.perf_counter()
         await asyncio.sleep(work)
+        handled.append(time.perf_counter() - started)
         finished += 1
 
     pool = Workers(queue, handle, count=workers, poll=0.05)
@@ -109,7 +113,8 @@ def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: f
             floors = [commit_floor(bench, done)]
             queue = JobQueue(store=bench.store)
             logging.getLogger("bot.jobs.queue").setLevel(logging.ERROR)  # "re-queued N job(s)"
-            samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate))
+            handled: list[float] = []  # each job's time in the handler, measured
+            samples, sent = asyncio.run(_drain(queue, seconds, workers, work, rate, handled))
             floors.append(commit_floor(bench, done))
         finally:
             close_store(bench)
@@ -122,12 +127,14 @@ def run_drain(engine: str, pg_url: str, *, seconds: float, workers: int, work: f
     steady = (samples[-1][2] - done0) / max(samples[-1][0] - t0, 1e-9)
     floor = statistics.median(floors)
     per_job = workers / steady * 1000 if steady else float("inf")  # ms a worker spends per job
+    took = statistics.mean(handled) if handled else work  # what the handler really took
     return {"engine": engine, "workers": workers, "work": work, "rate": rate,
             "sent": sent, "elapsed": elapsed, "finished": samples[-1][2],
             "capacity": workers / work, "buckets": buckets(samples, width), "width": width,
             "steady": steady, "commit_ms": floor, "floors": floors,
             "overhead_ms": per_job - work * 1000,
-            "overhead_commits": (per_job - work * 1000) / floor}
+            "overhead_commits": (per_job - work * 1000) / floor,
+            "handler_ms": took * 1000, "handled_capacity": workers / took}
 
 
 def print_drain(r: dict) -> None:
@@ -140,6 +147,9 @@ def print_drain(r: dict) -> None:
         span = f"{b['low']:,}-{b['low'] + r['width'] - 1:,}"
         print(f"{span:>15}{b['seconds']:>9.1f}{b['finished']:>10}{b['rate']:>9.1f}"
               f"{b['rate'] / r['capacity']:>12.0%}")
+    print(f"the handler's {r['work'] * 1000:g} ms took {r['handler_ms']:.2f} ms on average "
+          f"(asyncio's timers overshoot): the queue's own share is the drain against "
+          f"{r['handled_capacity']:.1f} jobs/s, {r['steady'] / r['handled_capacity']:.1%}")
     print(f"steady drain {r['steady']:.1f} jobs/s = {r['steady'] / r['capacity']:.1%} of "
           f"capacity; each job costs its worker {r['overhead_ms']:.1f} ms beyond the work = "
           f"{r['overhead_commits']:.2f} durable commits (one commit: {r['commit_ms']:.2f} ms, "
