@@ -315,6 +315,27 @@ def test_ruff_findings_only_on_added_lines():
 
 
 @needs_ruff
+def test_ruff_answers_are_decoded_a_diagnostic_at_a_time(monkeypatch):
+    """A big PR's ruff answer is megabytes; decoded in one ``json.loads`` it held the GIL,
+    so the server's event loop, for tens of milliseconds. Each decode is one diagnostic."""
+    from bot.review.offline import ruff as ruff_module
+
+    decoded: list[int] = []
+    real = ruff_module.json.loads
+
+    def measured(text, *args, **kwargs):
+        decoded.append(len(text))
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(ruff_module.json, "loads", measured)
+    new = {f"pkg/m{i}.py": "".join(f"def f{n}(a=[]):\n    return undefined_{n}\n"
+                                   for n in range(40)) for i in range(5)}
+    got = review({}, new, use_ruff=True)
+    assert len([f for f in got if f.rule.startswith("ruff:")]) >= 40
+    assert len(decoded) >= 400 and max(decoded) < 2_000
+
+
+@needs_ruff
 def test_ruff_and_regex_rules_on_the_same_line_are_deduplicated():
     new = {"pkg/e.py": "def f():\n    try:\n        go()\n    except:\n        pass\n"}
     got = review({}, new, use_ruff=True)

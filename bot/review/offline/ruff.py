@@ -4,6 +4,7 @@ read from ``ruff_rules.toml``), never style; run once per round on the files' he
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -111,29 +112,35 @@ def _ruff_hits(ruff: str, targets: list[ChangedFile], ran: list | None = None
             by_file[os.path.realpath(dest)] = cf
         for _ in range(5):  # drop selectors an older ruff does not know, then retry
             codes = [c for c in RUFF_RULES if c not in _ruff_unknown]
-            cmd = [ruff, "check", "--output-format", "json", "--no-cache", "--isolated",
+            cmd = [ruff, "check", "--output-format", "json-lines", "--no-cache", "--isolated",
                    "--preview", "--exit-zero", "--target-version", "py312",
                    "--select", ",".join(codes), *by_file]
             try:
-                proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False,
-                                      timeout=RUFF_TIMEOUT, encoding="utf-8", errors="replace")
+                proc = subprocess.run(cmd, cwd=root, capture_output=True, check=False,
+                                      timeout=RUFF_TIMEOUT)
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("offline review: ruff did not run (%s)", exc)
                 return
-            unknown = re.findall(r"[Uu]nknown rule selector:? `?(\w+)`?", proc.stderr or "")
+            stderr = (proc.stderr or b"").decode("utf-8", "replace")
+            unknown = re.findall(r"[Uu]nknown rule selector:? `?(\w+)`?", stderr)
             if proc.returncode == 2 and unknown and not set(unknown) <= _ruff_unknown:
                 _ruff_unknown.update(unknown)
                 continue
             break
         try:
-            diagnostics = json.loads(proc.stdout or "[]")
+            # one diagnostic a line, decoded one by one: a big PR's answer is megabytes, and
+            # one ``json.loads`` of it held the GIL (so the server's loop) for tens of ms
+            diagnostics = [json.loads(line) for line in io.BytesIO(proc.stdout or b"")
+                           if line.strip()]
         except ValueError:
             log.warning("offline review: ruff gave no JSON (rc=%s): %s", proc.returncode,
-                        (proc.stderr or "")[:300])
+                        stderr[:300])
             return
-        if ran is not None and isinstance(diagnostics, list):
+        if ran is not None:
             ran.append(True)
-        for d in diagnostics if isinstance(diagnostics, list) else []:
+        for d in diagnostics:
+            if not isinstance(d, dict):
+                continue
             cf = by_file.get(os.path.realpath(str(d.get("filename", ""))))
             if cf is not None:
                 yield cf, d
