@@ -4,8 +4,9 @@ psycopg 3 with a connection pool; every method is synchronous and the store says
 ``threaded``, so the event loop's callers run it in a thread (``JobQueue.call``). Workers of
 all replicas claim through one server-side function (``roundwise_claim``, one round trip) with
 ``FOR UPDATE SKIP LOCKED``; a transaction-scoped advisory lock per pull request, then a fresh
-look at that PR's jobs, keeps one PR's jobs in order and one at a time across replicas. A claimed job carries a lease (``lease_until``) its replica renews; a job whose
-lease ran out (its replica died) is queued again by ``recover``, never one whose owner renews.
+look at that PR's jobs, keeps one PR's jobs in order and one at a time across replicas. A
+claimed job carries a lease (``lease_until``) its replica renews; a job whose lease ran out
+(its replica died) is queued again by ``recover``, never one whose owner renews.
 The schema is created by ordered migrations applied under an advisory lock, so two replicas
 starting together cannot both migrate.
 """
